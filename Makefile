@@ -1,0 +1,52 @@
+# numcook: the two commands the README names are `make repro` (the main job) and `make test`.
+# Each bootstraps .venv on first use. torch is installed as exactly torch==2.13.0 *first*: that is the
+# CPU wheel; any looser request, direct or through a dependency, would pull several GB of CUDA packages.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.numcook-installed
+RUNS   ?= runs
+export PYTHONHASHSEED ?= 0
+export MPLBACKEND ?= Agg
+
+.PHONY: all test repro docs lab env check-sync pytest nbtest clean
+
+all: test
+
+env: $(STAMP)
+
+$(STAMP): settings.ini setup.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+	touch $@
+
+## The test command: notebooks in sync and clean, the pytest suite, and every notebook's fast cells.
+test: $(STAMP)
+	$(BIN)/python scripts/check_sync.py
+	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/nbdev_test --n_workers 2 --timing
+
+check-sync: $(STAMP)
+	$(BIN)/python scripts/check_sync.py
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 tests
+
+nbtest: $(STAMP)
+	$(BIN)/nbdev_test --n_workers 2 --timing
+
+## The main job: every papers_repro notebook on its embedded defaults, executed copies in $(RUNS)/<stamp>/.
+repro: $(STAMP)
+	$(BIN)/numcook repro --runs $(RUNS)
+
+## The docs site, built from nbs/ without the quarto binary.
+docs: $(STAMP)
+	$(BIN)/python scripts/build_docs.py
+
+## JupyterLab in the project environment.
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=.
+
+clean:
+	rm -rf _docs _proc .pytest_cache build dist *.egg-info
