@@ -49,8 +49,25 @@ class BuildError(Exception):
 # ----------------------------------------------------------------------------------------------------------
 # Step 1: nbdev's docs processing (what `nbdev.serve.proc_nbs` does per notebook), in worker processes.
 
-def _process(src: str, dst: str, root: str) -> str | None:
-    "Run nbdev's docs processors on notebook `src`, write the result to `dst`; return an error line or None."
+def _process(src: str, dst: str, root: str) -> tuple[str | None, list[str]]:
+    "Run nbdev's docs processors on notebook `src`, write the result to `dst`; return (error line or None, warnings)."
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        err = _process_nb(src, dst, root)
+    notes = []
+    for w in caught:
+        msg = str(w.message)
+        if "imports and other code" in msg:
+            code = msg.split("---")[1].strip().splitlines() if msg.count("---") >= 2 else [""]
+            notes.append(f"a cell mixes imports with other code, and nbdev runs such cells for the docs: "
+                         f"split it ({code[0][:60]!r}...)")
+        elif issubclass(w.category, (UserWarning,)) and "nbdev" in str(w.filename):
+            notes.append(_first_line(msg))
+    return err, sorted(set(notes))
+
+
+def _process_nb(src: str, dst: str, root: str) -> str | None:
     try:
         os.chdir(root)
         if root not in sys.path: sys.path.insert(0, root)  # document this checkout's numcook
@@ -105,7 +122,8 @@ def process_notebooks(nbs: list[Path], nbs_dir: Path, cache: Path, jobs: int, us
             with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn")) as ex:
                 results = list(ex.map(work, [str(nb) for nb in todo],
                                       [str(cache / nb.relative_to(nbs_dir)) for nb in todo], [str(ROOT)] * len(todo)))
-        for nb, err in zip(todo, results):
+        for nb, (err, notes) in zip(todo, results):
+            for note in notes: print(f"docs warning: {_rel(nb)}: {note}", file=sys.stderr)
             if err: errors[nb] = err
             else: (cache / nb.relative_to(nbs_dir)).with_suffix(".key").write_text(keys[nb])
     if errors:
@@ -164,6 +182,101 @@ class Page:
         return hid
 
 
+# ----- TeX math to HTML: the notebooks' formulas are small ($2 \times 3$, $T_n$, $\max\{n \mid T_n \subseteq C\}$),
+# so they become HTML text with Unicode symbols, italic letters and sub/superscripts: no JavaScript, no network.
+TEX_SYMBOLS = {
+    "times": "×", "cdot": "·", "div": "÷", "pm": "±", "mp": "∓", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥",
+    "ne": "≠", "neq": "≠", "approx": "≈", "sim": "∼", "simeq": "≃", "equiv": "≡", "propto": "∝", "in": "∈",
+    "notin": "∉", "ni": "∋", "subset": "⊂", "subseteq": "⊆", "supset": "⊃", "supseteq": "⊇", "cup": "∪", "cap": "∩",
+    "bigcup": "⋃", "bigcap": "⋂", "setminus": "∖", "emptyset": "∅", "varnothing": "∅", "mid": "∣", "vert": "|",
+    "lvert": "|", "rvert": "|", "Vert": "‖", "|": "‖", "dots": "…", "ldots": "…", "cdots": "⋯", "vdots": "⋮",
+    "infty": "∞", "to": "→", "rightarrow": "→", "leftarrow": "←", "Rightarrow": "⇒", "Leftarrow": "⇐",
+    "iff": "⇔", "implies": "⇒", "mapsto": "↦", "sum": "∑", "prod": "∏", "int": "∫", "forall": "∀", "exists": "∃",
+    "neg": "¬", "lnot": "¬", "land": "∧", "wedge": "∧", "lor": "∨", "vee": "∨", "partial": "∂", "nabla": "∇",
+    "lfloor": "⌊", "rfloor": "⌋", "lceil": "⌈", "rceil": "⌉", "langle": "⟨", "rangle": "⟩", "top": "⊤",
+    "perp": "⊥", "circ": "∘", "star": "⋆", "ell": "ℓ", "prime": "′", "deg": "°", "quad": "\u2003", "qquad": "\u2003\u2003",
+    ",": "\u2009", ";": "\u2005", ":": "\u2005", "!": "", " ": " ", "{": "{", "}": "}", "%": "%", "$": "$", "#": "#",
+    "_": "_", "&": "&", "backslash": "\\", "lbrace": "{", "rbrace": "}", "ast": "∗", "oplus": "⊕", "otimes": "⊗",
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ϵ", "varepsilon": "ε", "zeta": "ζ", "eta": "η",
+    "theta": "θ", "vartheta": "ϑ", "iota": "ι", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π",
+    "rho": "ρ", "sigma": "σ", "tau": "τ", "upsilon": "υ", "phi": "ϕ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
+    "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ", "Pi": "Π", "Sigma": "Σ", "Phi": "Φ", "Psi": "Ψ",
+    "Omega": "Ω"}
+TEX_FUNCS = {"log", "ln", "exp", "max", "min", "sup", "inf", "arg", "argmax", "argmin", "lim", "sin", "cos", "tan",
+             "det", "dim", "gcd", "lcm", "mod", "bmod", "Pr", "softmax", "sgn"}
+TEX_TEXT = {"text", "textrm", "mathrm", "operatorname", "textit", "mathit", "mathsf", "texttt", "mathtt", "textsf"}
+TEX_BB = dict(zip("NZQRCEP", "ℕℤℚℝℂ𝔼ℙ"))
+_TEX_TOKEN = re.compile(r"\\([a-zA-Z]+|.)|(\{)|(\})|([\^_])|(\s+)|(.)", re.S)
+
+
+def tex_to_html(tex: str) -> str:
+    "HTML for a small TeX formula (symbols, letters in italics, sub/superscripts, fractions, text)."
+    toks = [m for m in _TEX_TOKEN.finditer(tex)]
+    pos = 0
+
+    def group() -> str:  # one argument: a {group} or a single token
+        nonlocal pos
+        while pos < len(toks) and toks[pos].group(5): pos += 1
+        if pos >= len(toks): return ""
+        if toks[pos].group(2):
+            pos += 1; return seq(until_close=True)
+        return atom()
+
+    def atom() -> str:
+        nonlocal pos
+        m = toks[pos]; pos += 1
+        cmd, ch = m.group(1), m.group(6)
+        if m.group(5): return " "
+        if m.group(3): return ""
+        if m.group(2): return seq(until_close=True)
+        if m.group(4):
+            tag = "sup" if m.group(4) == "^" else "sub"
+            return f"<{tag}>{group()}</{tag}>"
+        if cmd is not None:
+            if cmd in ("left", "right", "big", "Big", "bigl", "bigr", "Bigl", "Bigr", "displaystyle", "limits", "nolimits"): return ""
+            if cmd in TEX_SYMBOLS: return html.escape(TEX_SYMBOLS[cmd])
+            if cmd in TEX_FUNCS: return f'<span class="mop">{cmd}</span>'
+            if cmd in TEX_TEXT: return f'<span class="mtext">{strip_italics(group())}</span>'
+            if cmd in ("mathbf", "textbf", "boldsymbol"): return f"<b>{group()}</b>"
+            if cmd == "mathbb": g = re.sub(r"<[^>]+>", "", group()); return "".join(TEX_BB.get(c, c) for c in g)
+            if cmd in ("mathcal", "mathscr"): return group()
+            if cmd in ("frac", "dfrac", "tfrac"):
+                a, b = group(), group()
+                return f'<span class="mfrac"><span>{a}</span><span>{b}</span></span>'
+            if cmd == "binom":
+                a, b = group(), group()
+                return f'(<span class="mfrac binom"><span>{a}</span><span>{b}</span></span>)'
+            if cmd == "sqrt": return f'√<span class="msqrt">{group()}</span>'
+            if cmd in ("hat", "widehat"): return group() + "\u0302"
+            if cmd in ("bar", "overline"): return f'<span class="mover">{group()}</span>'
+            if cmd in ("tilde", "widetilde"): return group() + "\u0303"
+            if cmd == "vec": return group() + "\u20d7"
+            if cmd == "not": return group() + "\u0338"
+            return html.escape("\\" + cmd)
+        if ch.isalpha(): return f"<i>{html.escape(ch)}</i>"
+        if ch in "=<>+": return f" {html.escape(ch)} " if ch != "+" else " + "
+        if ch == "-": return " − "
+        if ch == "'": return "′"
+        if ch == "~": return "\u00a0"
+        return html.escape(ch)
+
+    def seq(until_close=False) -> str:
+        nonlocal pos
+        out = []
+        while pos < len(toks):
+            if toks[pos].group(3):
+                pos += 1
+                if until_close: break
+                continue
+            out.append(atom())
+        return "".join(out)
+
+    def strip_italics(s): return re.sub(r"</?i>", "", s)
+    out = re.sub(r"\s{2,}", " ", seq())
+    out = re.sub(r"(\(|\[|<sub>|<sup>) ", r"\1", out)
+    return out.strip()
+
+
 def _markdown(page: Page):
     import mistune
     from mistune.renderers.html import HTMLRenderer
@@ -174,12 +287,31 @@ def _markdown(page: Page):
             if level in (2, 3): page.toc.append((level, hid, re.sub(r"<[^>]+>", "", text)))
             return f'<h{level} id="{hid}">{text}<a class="anchor" href="#{hid}" aria-label="link to this section">#</a></h{level}>\n'
 
+        def inline_math(self, text):
+            return f'<span class="math" title="{html.escape(text)}">{tex_to_html(text)}</span>'
+
+        def block_math(self, text):
+            return f'<div class="math display" title="{html.escape(text)}">{tex_to_html(text)}</div>\n'
+
         def block_code(self, code, info=None):
             lang = (info or "").strip().split(" ")[0].strip("{}.") or "text"
             return highlight(code.strip("\n"), lang)
 
     return mistune.create_markdown(escape=False, renderer=Renderer(escape=False),
-                                   plugins=["strikethrough", "table", "url", "footnotes"])
+                                   plugins=["strikethrough", "table", "url", "footnotes", _math_plugin])
+
+
+# pandoc's rule for inline math: no space just inside either dollar, no digit just after the closing one
+# (so "costs $5 and $10" stays prose)
+_INLINE_MATH = (r"\$\$(?P<display_math_text>(?:[^$\\]|\\.)*?)\$\$|"
+                r"\$(?P<backtick_math_marker>`+)(?P<backtick_math_text>[\s\S]*?)(?P=backtick_math_marker)\$|"
+                r"\$(?!\$)(?!\s)(?P<math_text>(?:[^$\\\n]|\\.)*?(?:[^\s$\\]|\\.))\$(?!\d)")
+
+
+def _math_plugin(md):
+    from mistune.plugins import math as m
+    md.block.register("block_math", m.BLOCK_MATH_PATTERN, m.parse_block_math, before="list")
+    md.inline.register("inline_math", _INLINE_MATH, m.parse_inline_math, before="codespan")
 
 
 def _quarto_to_md(src: str) -> str:
@@ -566,6 +698,14 @@ table.data td { font-family:var(--mono); font-size:.8rem; white-space:nowrap; }
 blockquote { margin:1rem 0; padding:.2rem 1rem; border-left:4px solid var(--line); color:var(--muted); }
 .callout { border:1px solid var(--line); border-left:4px solid #e0a458; background:#fffaf2; border-radius:7px; padding:.2rem 1rem; margin:1rem 0; }
 .callout-note { border-left-color:var(--accent); background:var(--accent-soft); }
+.math { font-family: "Latin Modern Math", "STIX Two Math", "Cambria Math", "DejaVu Serif", Georgia, serif; font-size:1.04em; white-space:nowrap; }
+.math.display { display:block; text-align:center; margin:1rem 0; font-size:1.12em; white-space:normal; }
+.math i { font-style:italic; padding-right:.04em; } .math .mop, .math .mtext { font-style:normal; }
+.math .mop { margin:0 .12em; }
+.mfrac { display:inline-flex; flex-direction:column; vertical-align:middle; text-align:center; font-size:.86em; line-height:1.1; }
+.mfrac > span:first-child { border-bottom:1px solid currentColor; padding:0 .15em; } .binom > span:first-child { border:none; }
+.msqrt { border-top:1px solid currentColor; padding-left:.1em; } .mover { text-decoration:overline; }
+.math sub, .math sup { font-size:.72em; }
 .muted { color:var(--muted); } .small { font-size:.82rem; font-weight:400; }
 .command { display:flex; align-items:center; gap:.8rem; }
 .command .label { font-size:.75rem; text-transform:uppercase; letter-spacing:.08em; color:var(--muted); }
