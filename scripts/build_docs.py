@@ -78,7 +78,9 @@ def _process_nb(src: str, dst: str, root: str) -> str | None:
         except Exception as e: return f"not a readable notebook ({type(e).__name__}: {_first_line(e)})"
         FilterDefaults()(nb)
         Path(dst).parent.mkdir(parents=True, exist_ok=True)
-        write_nb(nb, dst)
+        tmp = f"{dst}.{os.getpid()}.tmp"  # atomic: parallel builds may share the cache
+        write_nb(nb, tmp)
+        os.replace(tmp, dst)
         return None
     except Exception as e:
         cause = e.__cause__ or e
@@ -125,7 +127,10 @@ def process_notebooks(nbs: list[Path], nbs_dir: Path, cache: Path, jobs: int, us
         for nb, (err, notes) in zip(todo, results):
             for note in notes: print(f"docs warning: {_rel(nb)}: {note}", file=sys.stderr)
             if err: errors[nb] = err
-            else: (cache / nb.relative_to(nbs_dir)).with_suffix(".key").write_text(keys[nb])
+            else:
+                key_file = (cache / nb.relative_to(nbs_dir)).with_suffix(".key")
+                key_file.with_name(f"{key_file.name}.{os.getpid()}.tmp").write_text(keys[nb])
+                os.replace(key_file.with_name(f"{key_file.name}.{os.getpid()}.tmp"), key_file)
     if errors:
         nb, err = next(iter(sorted(errors.items())))
         more = f" (and {len(errors) - 1} more notebook(s))" if len(errors) > 1 else ""
@@ -919,6 +924,7 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
              + [p for p in pages if p.kind == "module"] + [p for p in pages if p.kind == "page"]
              + [site.pages["gallery.html"]] + [p for p in specials if p.kind == "gallery"])
     home.body += home_extra(site, order)
+    home.toc.append((2, "explore", "Explore")); home.ids.add("explore")
     for p in order:
         if p.source is not None: rewrite_links(p, site)
     # write
