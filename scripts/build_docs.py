@@ -307,10 +307,10 @@ def _markdown(page: Page):
 
 
 # pandoc's rule for inline math: no space just inside either dollar, no digit just after the closing one
-# (so "costs $5 and $10" stays prose)
+# (so "costs $5 and $10" stays prose); a formula may wrap onto the next line of its paragraph
 _INLINE_MATH = (r"\$\$(?P<display_math_text>(?:[^$\\]|\\.)*?)\$\$|"
                 r"\$(?P<backtick_math_marker>`+)(?P<backtick_math_text>[\s\S]*?)(?P=backtick_math_marker)\$|"
-                r"\$(?!\$)(?!\s)(?P<math_text>(?:[^$\\\n]|\\.)*?(?:[^\s$\\]|\\.))\$(?!\d)")
+                r"\$(?!\$)(?!\s)(?P<math_text>(?:[^$\\\n]|\\.|\n(?![ \t]*\n))*?(?:[^\s$\\]|\\.))\$(?!\d)")
 
 
 def _math_plugin(md):
