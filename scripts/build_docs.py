@@ -34,7 +34,7 @@ READING_GROUP = [
      "Word problems generated from computation graphs of any difficulty and context length, scored by AUC."),
 ]
 # Sidebar groups of the API reference, by the tens digit of the notebook number.
-BANDS = {"0": "Numbers and the NUPA Test", "1": "Tokenizers, models, training", "2": "Zero-Error Horizon",
+BANDS = {"0": "Foundations and the NUPA Test", "1": "Tokenizers, models, training", "2": "Zero-Error Horizon",
          "3": "Zero-Error Horizon analyses", "4": "GSM-Infinite", "9": "Command line and runner"}
 IMAGE_EXTS = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}
 COPY_EXTS = IMAGE_EXTS | {".csv", ".json", ".txt", ".md", ".pdf", ".tsv", ".jsonl"}
@@ -174,6 +174,7 @@ class Page:
         self.path, self.title, self.kind, self.source, self.description = path, title, kind, source, description
         self.ids, self.toc, self.files = set(), [], {}  # files: site path -> bytes
         self.body, self.nb_body = NB_MARK, ""  # the page, and the rendered notebook that goes at NB_MARK
+        self.band = self.module = ""  # module pages: the notebook's tens digit and its default_exp
 
     @property
     def root(self) -> str:
@@ -656,6 +657,9 @@ a { color: var(--accent); text-decoration: none; } a:hover { text-decoration: un
 .sidebar { background:var(--side); border-right:1px solid var(--line); padding:1.2rem 1rem 2rem; font-size:.9rem;
            position: sticky; top:3.2rem; height: calc(100vh - 3.2rem); overflow-y:auto; }
 .sidebar h4 { margin:1.1rem 0 .3rem; font-size:.72rem; text-transform:uppercase; letter-spacing:.08em; color:var(--muted); }
+.sidebar h4 a { color:inherit; }
+dl.modules dt { margin-top:.8rem; font-weight:600; } dl.modules dt code { font-weight:400; font-size:.8rem; color:var(--muted); margin-left:.4rem; }
+dl.modules dd { margin:.15rem 0 0 0; color:var(--fg); }
 .sidebar h5 { margin:.6rem 0 .1rem .4rem; font-size:.78rem; color:var(--muted); font-weight:600; }
 .sidebar ul { list-style:none; margin:0; padding:0; }
 .sidebar li a { display:block; padding:.18rem .5rem; border-radius:5px; color:var(--fg); }
@@ -760,7 +764,7 @@ def sidebar(site: Site, page: Page, order: list[Page]) -> str:
         out.append(item(tutorials.pop(stem), name) if stem in tutorials else
                    f'<li class="coming"><span>{html.escape(name)} (coming)</span></li>')
     out += [item(p) for p in tutorials.values()] + ["</ul>"]
-    out.append("<h4>API reference</h4>")
+    out.append(f'<h4><a href="{_relative("api.html", page.path)}">API reference</a></h4>')
     band = None
     for p in (p for p in order if p.kind == "module"):
         b = BANDS.get(p.band, "Modules")
@@ -778,9 +782,8 @@ def sidebar(site: Site, page: Page, order: list[Page]) -> str:
 def render_page(site: Site, page: Page, order: list[Page]) -> str:
     r = page.root
     nav_items = [("index.html", "Home"), ("reading-group.html", "Reading group"), ("gallery.html", "Gallery")]
-    first_api = next((p for p in order if p.kind == "module"), None)
-    if first_api: nav_items.append((first_api.path, "API"))
-    active = {"gallery": "gallery.html", "tutorial": "reading-group.html", "module": first_api.path if first_api else ""}
+    nav_items.append(("api.html", "API"))
+    active = {"gallery": "gallery.html", "tutorial": "reading-group.html", "module": "api.html"}
     top = "".join(f'<a href="{_relative(path, page.path)}"{" class=active" if path in (page.path, active.get(page.kind)) else ""}>{label}</a>'
                   for path, label in nav_items)
     toc = ""
@@ -813,11 +816,27 @@ def render_page(site: Site, page: Page, order: list[Page]) -> str:
 """
 
 
+def api_page(modules: list[Page]) -> Page:
+    "The API reference overview: every module page, grouped as in the sidebar, with its summary."
+    page = Page("api.html", "API reference", "special", None,
+                "One page per module of the `numcook` package: what it is for, examples, and every exported function "
+                "and class with its signature and docstring.")
+    parts, band = [], None
+    for p in modules:
+        b = BANDS.get(p.band, "Modules")
+        if b != band:
+            hid = page.new_id(b); page.toc.append((2, hid, b))
+            parts.append(("</dl>" if band else "") + f'<h2 id="{hid}">{html.escape(b)}</h2><dl class="modules">'); band = b
+        parts.append(f'<dt><a href="{p.path}">{html.escape(p.title)}</a> <code>numcook.{html.escape(p.module)}</code></dt>'
+                     f'<dd>{inline_md(p.description) if p.description else ""}</dd>')
+    page.body = "".join(parts) + ("</dl>" if band else '<p class="muted">No modules yet.</p>')
+    return page
+
+
 def home_extra(site: Site, order: list[Page]) -> str:
-    first_api = next((p for p in order if p.kind == "module"), None)
     cards = [("reading-group.html", "Reading-group path", "One tutorial per paper, an hour each on a laptop CPU."),
-             ("gallery.html", "Reproduction gallery", "Every reproduced figure and table, with the command behind it.")]
-    if first_api: cards.append((first_api.path, "API reference", "Every module: prose, examples, signatures and docstrings."))
+             ("gallery.html", "Reproduction gallery", "Every reproduced figure and table, with the command behind it."),
+             ("api.html", "API reference", "Every module: prose, examples, signatures and docstrings.")]
     hid = "explore"
     return (f'<h2 id="{hid}">Explore<a class="anchor" href="#{hid}">#</a></h2><div class="cards">' + "".join(
         f'<a class="card" href="{path}"><div class="card-body"><strong>{t}</strong><p>{d}</p></div></a>'
@@ -896,8 +915,8 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
         h1, summary = _h1_and_summary(raw)
         title = fm.get("title") or h1
         if not title: raise BuildError(f"broken notebook {_rel(nb_path)}: no H1 title")
-        default_exp = any(re.search(r"^#\|\s*default_exp\s+\S", _src(c.get("source")), re.M)
-                          for c in raw.get("cells", []) if c.get("cell_type") == "code")
+        default_exp = next((m.group(1) for c in raw.get("cells", []) if c.get("cell_type") == "code"
+                            and (m := re.search(r"^#\|\s*default_exp\s+(\S+)", _src(c.get("source")), re.M))), None)
         sub = rel.parent.as_posix()
         name = fm.get("output-file") or re.sub(r"^\d+[a-zA-Z0-9]*_", "", rel.stem.lower()) + ".html"
         path = name if sub == "." else f"{sub}/{name}"
@@ -907,6 +926,7 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
             raise BuildError(f"missing page: {_rel(nb_path)} and {_rel(site.pages[path].source)} both render to {path}")
         page = Page(path, str(title), kind, nb_path, str(fm.get("description") or summary or ""))
         page.band = rel.name[0] if rel.name[:1].isdigit() else ""
+        page.module = default_exp or ""
         cells = [c for c in nb.get("cells", []) if c.get("cell_type") != "raw"]
         page.nb_body = render_cells(cells, page, _rel(nb_path))
         site.pages[path] = page; site.nb_pages[_rel(nb_path)] = path
@@ -915,13 +935,16 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
     for stem, *_ in READING_GROUP:  # nbdev names a tutorial page after its notebook
         for p in pages:
             if p.kind == "tutorial" and Path(_rel(p.source)).stem == stem: tutorials[stem] = p
-    specials = [reading_group_page(site, tutorials)] + gallery_pages(site, repro_dir, figures_dir)
+    specials = ([reading_group_page(site, tutorials), api_page([p for p in pages if p.kind == "module"])]
+                + gallery_pages(site, repro_dir, figures_dir))
     for p in specials:
+        if p.path in site.pages:
+            raise BuildError(f"missing page: {_rel(site.pages[p.path].source)} renders to {p.path}, the site's own {p.title} page")
         site.pages[p.path] = p
         if p.kind == "gallery": site.nb_pages[_rel(p.source)] = p.path
     home = site.pages["index.html"]
     order = ([home, site.pages["reading-group.html"]] + [p for p in pages if p.kind == "tutorial"]
-             + [p for p in pages if p.kind == "module"] + [p for p in pages if p.kind == "page"]
+             + [site.pages["api.html"]] + [p for p in pages if p.kind == "module"] + [p for p in pages if p.kind == "page"]
              + [site.pages["gallery.html"]] + [p for p in specials if p.kind == "gallery"])
     home.body += home_extra(site, order)
     home.toc.append((2, "explore", "Explore")); home.ids.add("explore")

@@ -93,10 +93,12 @@ def site(tmp_path_factory):
 
 
 def test_every_page_is_built(site):
-    for p in ["index.html", "reading-group.html", "gallery.html", "assets/style.css"]:
+    for p in ["index.html", "reading-group.html", "gallery.html", "api.html", "assets/style.css"]:
         assert (site / p).is_file(), p
+    api = (site / "api.html").read_text()
     for nb in nbs_notebooks():
         assert (site / page_name(nb)).is_file(), f"no page for {nb.name}"
+        if default_exp(nb): assert f'href="{page_name(nb)}"' in api and f"numcook.{default_exp(nb)}" in api
     for nb in (ROOT / "papers_repro").glob("[!_.]*.ipynb"):
         page = (site / "gallery" / f"{nb.stem}.html").read_text()
         assert f"numcook repro --only {nb.stem}" in text_of(page)
@@ -220,10 +222,15 @@ def test_fails_on_missing_page(tmp_path):
     assert "missing page" in err and "twin.html" in err
 
 
-def test_check_site_catches_missing_page_and_broken_fragment(tmp_path):
+def import_build_docs():
     sys.path.insert(0, str(ROOT / "scripts"))
     try: import build_docs
     finally: sys.path.pop(0)
+    return build_docs
+
+
+def test_check_site_catches_missing_page_and_broken_fragment(tmp_path):
+    build_docs = import_build_docs()
     (tmp_path / "a.html").write_text('<h2 id="x">X</h2><a href="b.html#y">b</a>')
     (tmp_path / "b.html").write_text('<h2 id="z">Z</h2><a href="a.html#x">a</a>')
     with pytest.raises(build_docs.BuildError, match="missing page"):
@@ -232,6 +239,18 @@ def test_check_site_catches_missing_page_and_broken_fragment(tmp_path):
         build_docs.check_site(tmp_path, ["a.html", "b.html"])
     (tmp_path / "b.html").write_text('<h2 id="y">Y</h2><a href="a.html#x">a</a>')
     build_docs.check_site(tmp_path, ["a.html", "b.html"])
+
+
+def test_tex_formulas_become_html():
+    "The notebooks' small formulas: symbols, italic letters, sub/superscripts, upright text, fractions."
+    tex = import_build_docs().tex_to_html
+    assert tex(r"2 \times 3 \le 7") == "2 × 3 ≤ 7"
+    assert tex(r"T_{99}") == "<i>T</i><sub>99</sub>"
+    assert tex(r"\max\{n \mid T_n \subseteq C\}") == (
+        '<span class="mop">max</span>{<i>n</i> ∣ <i>T</i><sub><i>n</i></sub> ⊆ <i>C</i>}')
+    assert tex(r"\ell_\text{full}") == 'ℓ<sub><span class="mtext">full</span></sub>'
+    assert tex(r"\frac{a}{2}") == '<span class="mfrac"><span><i>a</i></span><span>2</span></span>'
+    assert tex(r"a < b") == "<i>a</i> &lt; <i>b</i>"  # escaped
 
 
 # ------------------------------------------------------------------------------------------------------------
