@@ -329,6 +329,7 @@ def _quarto_to_md(src: str) -> str:
         m = re.match(r"^:::+\s*(\{([^}]*)\})?\s*$", line)
         if m and m.group(1):
             classes = " ".join(c.lstrip(".") for c in m.group(2).split() if c.startswith("."))
+            if "callout-" in classes: classes = "callout " + classes
             out += ["", f'<div class="{html.escape(classes)}">', ""]
         elif m: out += ["", "</div>", ""]
         else: out.append(line)
