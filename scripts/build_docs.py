@@ -620,7 +620,7 @@ def reading_group_page(site: Site, tutorials: dict) -> Page:
                       + (f'<p>{inline_md(t.description)}</p>' if t.description else ""))
         else:
             status = (f'<p class="coming"><span class="badge">coming</span> <code>nbs/tutorials/{stem}.ipynb</code> '
-                      'is on its way; meanwhile the modules it will use are in the API reference.</p>')
+                      'is on its way; meanwhile the modules it will use are in the <a href="api.html">API reference</a>.</p>')
         steps.append(f'<section class="step"><div class="step-no">{i}</div><div><h2 id="{hid}">{html.escape(name)}</h2>'
                      f'<p class="muted">{inline_md(paper)}</p><p>{inline_md(blurb)}</p>{status}</div></section>')
     extra = [t for stem, t in sorted(tutorials.items()) if stem not in {s for s, *_ in READING_GROUP}]
