@@ -798,7 +798,7 @@ def render_page(site: Site, page: Page, order: list[Page]) -> str:
     lead = f'<p class="lead">{inline_md(page.description)}</p>' if page.description else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(page.title)} – numcook</title>
+<title>{html.escape(page.title) + ("" if page.title == site.cfg.get("title", "numcook") else " – " + html.escape(site.cfg.get("title", "numcook")))}</title>
 <meta name="description" content="{html.escape(page.description)}">
 <link rel="icon" href="{r}assets/favicon.svg"><link rel="stylesheet" href="{r}assets/pygments.css"><link rel="stylesheet" href="{r}assets/style.css">
 </head><body>
