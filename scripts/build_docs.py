@@ -675,6 +675,8 @@ main { padding: 1.6rem 2.6rem 4rem; max-width: 58rem; width:100%; }
 .toc li.l3 a { padding-left:1.5rem; font-size:.8rem; }
 h1.title { font-size:2.1rem; line-height:1.2; margin:.2rem 0 .4rem; }
 p.lead { font-size:1.12rem; color:var(--muted); margin:0 0 1.6rem; padding-bottom:1rem; border-bottom:1px solid var(--line); }
+p.lead:has(+ .source-note) { margin-bottom:.4rem; padding-bottom:0; border:none; }
+p.source-note { font-size:.82rem; color:var(--muted); margin:0 0 1.6rem; padding-bottom:.8rem; border-bottom:1px solid var(--line); }
 h2 { font-size:1.45rem; margin:2.2rem 0 .6rem; padding-bottom:.2rem; border-bottom:1px solid #eaeef2; }
 h3 { font-size:1.15rem; margin:1.6rem 0 .4rem; }
 h1 .anchor, h2 .anchor, h3 .anchor, h4 .anchor { margin-left:.4rem; color:var(--line); font-weight:400; visibility:hidden; }
@@ -796,6 +798,10 @@ def render_page(site: Site, page: Page, order: list[Page]) -> str:
     pager = ('<nav class="pager">' + (f'<a href="{_relative(prev_p.path, page.path)}">&larr; {html.escape(prev_p.title)}</a>' if prev_p else "<span></span>")
              + (f'<a href="{_relative(next_p.path, page.path)}">{html.escape(next_p.title)} &rarr;</a>' if next_p else "<span></span>") + "</nav>")
     lead = f'<p class="lead">{inline_md(page.description)}</p>' if page.description else ""
+    if page.kind in ("home", "module", "tutorial", "page") and page.source and page.source.resolve().is_relative_to(ROOT):
+        rel = _rel(page.source)
+        lead += (f'<p class="source-note">Source notebook <a href="{html.escape(site.repo_url(rel))}"><code>{html.escape(rel)}</code></a>'
+                 ' (open it with <code>make lab</code>)</p>')
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(page.title) + ("" if page.title == site.cfg.get("title", "numcook") else " – " + html.escape(site.cfg.get("title", "numcook")))}</title>
