@@ -89,6 +89,15 @@ def _process_nb(src: str, dst: str, root: str) -> str | None:
         return f"{where}{type(cause).__name__}: {_first_line(cause)}"
 
 
+def _in_workers(jobs: int, *args) -> list:
+    "`_process` over `args` in `jobs` fresh spawned processes."
+    import multiprocessing as mp
+    if str(Path(__file__).parent) not in sys.path: sys.path.insert(0, str(Path(__file__).parent))
+    from build_docs import _process as work  # by module name, so that spawned workers can import it
+    with ProcessPoolExecutor(min(jobs, len(args[0])), mp_context=mp.get_context("spawn")) as ex:
+        return list(ex.map(work, *args))
+
+
 def _first_line(e) -> str:
     s = str(e).strip()
     return (s.splitlines()[0] if s else "")[:200]
@@ -114,16 +123,17 @@ def process_notebooks(nbs: list[Path], nbs_dir: Path, cache: Path, jobs: int, us
         if not (use_cache and dst.exists() and key_file.exists() and key_file.read_text() == keys[nb]):
             todo.append(nb)
     errors = {}
+    args = lambda nbs: ([str(nb) for nb in nbs], [str(cache / nb.relative_to(nbs_dir)) for nb in nbs], [str(ROOT)] * len(nbs))
     if todo:
         if jobs <= 1 or len(todo) == 1:
-            results = [_process(str(nb), str(cache / nb.relative_to(nbs_dir)), str(ROOT)) for nb in todo]
+            results = list(map(_process, *args(todo)))
         else:
-            import multiprocessing as mp
-            sys.path.insert(0, str(Path(__file__).parent))
-            from build_docs import _process as work  # by module name, so that spawned workers can import it
-            with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn")) as ex:
-                results = list(ex.map(work, [str(nb) for nb in todo],
-                                      [str(cache / nb.relative_to(nbs_dir)) for nb in todo], [str(ROOT)] * len(todo)))
+            results = _in_workers(jobs, *args(todo))
+        # A worker runs many notebooks (one torch import, not one per notebook); a failure might come from what an
+        # earlier notebook left behind (a module imported, a registry filled), so each failure gets a fresh process.
+        again = [i for i, (err, _) in enumerate(results) if err and not err.startswith("not a readable")]
+        for i in again:
+            results[i] = _in_workers(1, *args([todo[i]]))[0]
         for nb, (err, notes) in zip(todo, results):
             for note in notes: print(f"docs warning: {_rel(nb)}: {note}", file=sys.stderr)
             if err: errors[nb] = err
