@@ -84,8 +84,9 @@ def _process_nb(src: str, dst: str, root: str) -> str | None:
         return None
     except Exception as e:
         cause = e.__cause__ or e
-        m = re.search(r"in cell (\d+)", str(e))
-        where = f"cell {m.group(1)} raised " if m else ""
+        m = re.search(r"in cell \d+ :\n(.*)", str(e), re.S)  # nbdev's message ends with the cell's source
+        first = next((l for l in (m.group(1).splitlines() if m else []) if l.strip() and not l.startswith("#|")), "")
+        where = f"the cell {first[:60]!r} raised " if first else ""
         return f"{where}{type(cause).__name__}: {_first_line(cause)}"
 
 
@@ -136,6 +137,8 @@ def process_notebooks(nbs: list[Path], nbs_dir: Path, cache: Path, jobs: int, us
             results[i] = _in_workers(1, *args([todo[i]]))[0]
         for nb, (err, notes) in zip(todo, results):
             for note in notes: print(f"docs warning: {_rel(nb)}: {note}", file=sys.stderr)
+            if err and any("mixes imports" in n for n in notes):
+                err += " (nbdev runs every cell with an import for the docs: keep imports in their own cells)"
             if err: errors[nb] = err
             else:
                 key_file = (cache / nb.relative_to(nbs_dir)).with_suffix(".key")
