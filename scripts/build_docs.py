@@ -303,7 +303,7 @@ def _markdown(page: Page):
     class Renderer(HTMLRenderer):
         def heading(self, text, level, **attrs):
             hid = page.new_id(text)
-            if level in (2, 3): page.toc.append((level, hid, re.sub(r"<[^>]+>", "", text)))
+            if level in (2, 3): page.toc.append((level, hid, html.unescape(re.sub(r"<[^>]+>", "", text))))
             return f'<h{level} id="{hid}">{text}<a class="anchor" href="#{hid}" aria-label="link to this section">#</a></h{level}>\n'
 
         def inline_math(self, text):
