@@ -542,7 +542,14 @@ def _csv_table(path: Path) -> str:
         rows = list(csv.reader(f))
     if not rows: return '<p class="muted">(empty table)</p>'
     head, body = rows[0], rows[1:]
-    cells = lambda r, tag: "".join(f"<{tag}>{html.escape(x)}</{tag}>" for x in r)
+
+    def cell(x, tag):
+        try: v = float(x)
+        except ValueError: return f"<{tag}>{html.escape(x)}</{tag}>"
+        # shown to 6 significant digits (the CSV behind the download link keeps every digit)
+        shown = x if v.is_integer() or len(x) <= 8 else f"{v:.6g}"
+        return f'<{tag} class="num" title="{html.escape(x)}">{html.escape(shown)}</{tag}>'
+    cells = lambda r, tag: "".join(cell(x, tag) if tag == "td" else f"<{tag}>{html.escape(x)}</{tag}>" for x in r)
     more = (f'<p class="muted">first {CSV_ROWS} of {len(body)} rows</p>' if len(body) > CSV_ROWS else "")
     trs = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in body[:CSV_ROWS])
     return f'<div class="table-wrap"><table class="data"><thead><tr>{cells(head, "th")}</tr></thead><tbody>{trs}</tbody></table></div>{more}'
@@ -601,7 +608,9 @@ def gallery_pages(site: Site, repro_dir: Path, figures_dir: Path) -> list[Page]:
                                                           and _src(c.get("source")).strip().startswith("# "))]
         page.body = "\n".join(body) + (f'<h2 id="{hid}">The notebook</h2><details class="notebook"><summary>Show the cells of '
                                        f'<code>papers_repro/{stem}.ipynb</code></summary>{NB_MARK}</details>')
+        n_toc = len(page.toc)
         page.nb_body = render_cells(cells, page, _rel(nb_path), label_params=True)
+        del page.toc[n_toc:]  # the notebook's own headings sit in a folded section: not in the contents
         pages.append(page)
         thumb = (f'<img src="figures/{stem}/{images[0].relative_to(out_dir).as_posix()}" alt="" loading="lazy">'
                  if images else '<div class="thumb-empty">not run yet</div>')
@@ -684,7 +693,7 @@ main { padding: 1.6rem 2.6rem 4rem; max-width: 58rem; width:100%; }
 .toc { padding:1.6rem 1rem; font-size:.84rem; position: sticky; top:3.2rem; height: calc(100vh - 3.2rem); overflow-y:auto; }
 .toc h4 { margin:0 0 .4rem; font-size:.72rem; text-transform:uppercase; letter-spacing:.08em; color:var(--muted); }
 .toc ul { list-style:none; margin:0; padding:0; border-left:2px solid var(--line); }
-.toc li a { display:block; padding:.12rem .7rem; color:var(--muted); }
+.toc li a { display:block; padding:.12rem .7rem; color:var(--muted); overflow-wrap:anywhere; }
 .toc li.l3 a { padding-left:1.5rem; font-size:.8rem; }
 h1.title { font-size:2.1rem; line-height:1.2; margin:.2rem 0 .4rem; }
 p.lead { font-size:1.12rem; color:var(--muted); margin:0 0 1.6rem; padding-bottom:1rem; border-bottom:1px solid var(--line); }
@@ -720,6 +729,7 @@ th, td { border:1px solid var(--line); padding:.3rem .6rem; text-align:left; ver
 th { background:var(--side); }
 .table-wrap { overflow-x:auto; max-height:28rem; overflow-y:auto; }
 table.data td { font-family:var(--mono); font-size:.8rem; white-space:nowrap; }
+table.data td.num { text-align:right; }
 blockquote { margin:1rem 0; padding:.2rem 1rem; border-left:4px solid var(--line); color:var(--muted); }
 .callout { border:1px solid var(--line); border-left:4px solid #e0a458; background:#fffaf2; border-radius:7px; padding:.2rem 1rem; margin:1rem 0; }
 .callout-note { border-left-color:var(--accent); background:var(--accent-soft); }
