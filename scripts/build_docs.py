@@ -409,6 +409,36 @@ def _show_doc_line(c: dict) -> tuple[str, int] | None:
     return None
 
 
+def _definitions(py: Path) -> dict:
+    "Line of every top-level function/class (and method, as `Class.name`) of a Python file, decorators included."
+    import ast
+    try: tree = ast.parse(py.read_text())
+    except (OSError, SyntaxError): return {}
+    line = lambda n: min([n.lineno] + [d.lineno for d in n.decorator_list])
+    out = {}
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[n.name] = line(n)
+            if isinstance(n, ast.ClassDef):
+                out.update({f"{n.name}.{m.name}": line(m) for m in n.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    return out
+
+
+def fix_source_links(cells: list, module: str):
+    "Point each show_doc [source] link at this notebook's own module where it defines the name."
+    py = ROOT / "numcook" / (module.replace(".", "/") + ".py")
+    defs, rel = _definitions(py), f"numcook/{module.replace('.', '/')}.py"
+    for c in cells:
+        m = re.search(r"show_doc\(\s*([\w.]+)\s*\)", _src(c.get("source"))) if c.get("cell_type") == "code" else None
+        if not m or m.group(1) not in defs: continue
+        for o in c.get("outputs", []):
+            md = o.get("data", {}).get("text/markdown")
+            if md is None: continue
+            # nbdev finds a function defined in the notebook by its bare name, so `cli` may point at another module's `cli`
+            new = re.sub(r"(blob/[^/\s)]+/)[^#)\s]+#L\d+", lambda x: f"{x.group(1)}{rel}#L{defs[m.group(1)]}", _src(md))
+            o["data"]["text/markdown"] = new
+
+
 def _source_order(cells: list) -> list:
     "Cells with each run of consecutive show_doc cells put in source-line order (nbdev inserts them reversed)."
     out, run = [], []
@@ -958,6 +988,7 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
         page.band = rel.name[0] if rel.name[:1].isdigit() else ""
         page.module = default_exp or ""
         cells = [c for c in nb.get("cells", []) if c.get("cell_type") != "raw"]
+        if default_exp: fix_source_links(cells, default_exp)
         page.nb_body = render_cells(cells, page, _rel(nb_path))
         site.pages[path] = page; site.nb_pages[_rel(nb_path)] = path
         pages.append(page)

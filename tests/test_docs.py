@@ -125,6 +125,8 @@ def test_api_pages_show_every_export(site):
             if name not in defs: continue  # constants have no show_doc
             assert f'id="{name.lower()}"' in page, f"{page_name(nb)}: no anchor for {name}"
             assert re.search(rf"(def|class)</span>{WS}<span[^>]*>{re.escape(name)}</span>", page), f"{name}: no signature"
+            line = min([defs[name].lineno] + [d.lineno for d in defs[name].decorator_list])
+            assert f"/{py.relative_to(ROOT).as_posix()}#L{line}\"" in page, f"{name}: no source link to its definition"
             doc = ast.get_docstring(defs[name])
             if doc: assert norm(doc.splitlines()[0]) in text, f"{page_name(nb)}: docstring of {name} missing"
             checked += 1
