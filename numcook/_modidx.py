@@ -124,5 +124,6 @@ d = { 'settings': { 'branch': 'main',
                              'numcook.zeh.toy_chat_tokenizer': ('zeh.html#toy_chat_tokenizer', 'numcook/zeh.py'),
                              'numcook.zeh.toy_model': ('zeh.html#toy_model', 'numcook/zeh.py'),
                              'numcook.zeh.trie_argmax': ('zeh.html#trie_argmax', 'numcook/zeh.py'),
+                             'numcook.zeh.trie_logits': ('zeh.html#trie_logits', 'numcook/zeh.py'),
                              'numcook.zeh.verify_batch': ('zeh.html#verify_batch', 'numcook/zeh.py'),
                              'numcook.zeh.zero_error_horizon': ('zeh.html#zero_error_horizon', 'numcook/zeh.py')}}}

@@ -42,3 +42,29 @@ def test_trie_is_deterministic_and_in_insertion_order():
     t = build_trie([[5, 1], [3], [5, 2]])
     assert t.tokens == [5, 1, 2, 3] and t.end == [3, 2, 3, 4]
     assert build_trie([[5, 1], [3], [5, 2]]) == t
+
+
+import pytest
+from numcook.families import get_family
+from numcook.zeh import Verifier, toy_chat_tokenizer, toy_model, trie_logits
+
+
+@pytest.mark.parametrize('arch,impl', [('llama', 'sdpa'), ('qwen2', 'eager'), ('qwen2', 'sdpa')])
+def test_tree_attention_matches_per_instance_forward(arch, impl):
+    "Logits at every verified trie node equal those of a plain causal forward pass over that instance alone."
+    torch.set_num_threads(1)
+    tok, model = toy_chat_tokenizer(), toy_model(arch, seed=2, attn_implementation=impl)
+    fam = get_family('multiplication')
+    v = Verifier(model, tok, fam, fam.prompt('compute'))
+    items = [v.item(i) for n in range(1, 5) for i in fam.instances(n)] + [v.item(fam.instance(12, 3))]
+    for _ in range(2):  # the second pass reuses the prefix cache, which must have been cropped back
+        trie, vfrom, nodes, logits = trie_logits(v, items)
+        P = v.prefix.P
+        assert P > 0 and all(l.keys.shape[-2] == P for l in v.prefix.cache.layers)
+        where = {n: k for k, n in enumerate(nodes)}
+        with torch.no_grad():
+            for it, path, f in zip(items, trie.paths, vfrom):
+                full = model(input_ids=torch.tensor([it.prompt_ids + it.answer_ids])).logits[0]
+                ref = full[len(it.prompt_ids) - 1:]
+                got = torch.stack([logits[where[n]] for n in path[f:]])
+                torch.testing.assert_close(got, ref, atol=2e-4, rtol=1e-4)
