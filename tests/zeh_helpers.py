@@ -1,18 +1,9 @@
 "Models whose answers the tests control, and a brute-force greedy oracle, for the ZEH tests."
 import torch
-from numcook.families import Family, get_family
+from numcook.families import ExactAnswer, get_family, relabel
 from numcook.zeh import Verifier, toy_chat_tokenizer, toy_model
 
 ALLOWED = '0123456789, '
-
-
-class TextAnswer:
-    "Exact answers (after stripping surrounding whitespace), so any greedy output can be made the gold answer."
-    kind = 'text'
-    def parse(self, text): return text.strip()
-    def viable(self, prefix, gold):
-        s = prefix.lstrip()
-        return gold.startswith(s) or (s.startswith(gold) and s[len(gold):].strip() == '')
 
 
 class BiasedLM(torch.nn.Module):
@@ -65,9 +56,7 @@ def scripted_family(base_name, model, tok, max_size, plant=(), past_gold=(), ans
             if inst.id in plant: g = (g[:-1] + ('1' if g[-1:] != '1' else '2')) if g else '7'
             if inst.id in past_gold and len(g) >= 2: g = g[:-1]
             golds[(n, inst.index)] = g
-    ans = TextAnswer() if answer == 'text' else base.answer
-    fam = Family(name or f'scripted-{base_name}', base._count,
-                 lambda n, i: (base.instance(n, i).problem, golds[(n, i)], base.instance(n, i).fields), ans, base.prompts)
+    fam = relabel(base, golds, name or f'scripted-{base_name}', ExactAnswer() if answer == 'text' else base.answer)
     v2 = Verifier(model, tok, fam, fam.prompt('baseline'), slack)
     for n in range(1, max_size + 1):
         for inst in fam.instances(n):
