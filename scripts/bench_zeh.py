@@ -96,7 +96,7 @@ def main(argv=None):
     p.add_argument('--horizon', type=int, default=40, help='planted horizon for the end-to-end timing')
     p.add_argument('--strategies', default=','.join(s for s in STRATEGIES if s != 'flashtree'))
     p.add_argument('--skip-naive-verify', action='store_true', help='leave naive out of the (long) grid verification')
-    p.add_argument('--batch-size', type=int, default=64); p.add_argument('--trie-batch-size', type=int, default=256)
+    p.add_argument('--batch-size', type=int, default=64); p.add_argument('--trie-batch-size', type=int, default=16, help='instances per trie (the dense mask grows as its square)')
     p.add_argument('--eos-bias', type=float, default=3.0); p.add_argument('--seed', type=int, default=0)
     p.add_argument('--threads', type=int, default=1, help='torch CPU threads')
     args = p.parse_args(argv)

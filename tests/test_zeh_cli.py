@@ -84,3 +84,17 @@ def test_sampled_horizon_is_labelled(model_dir, tmp_path):
                  '--stop', 'all', '--max-size', '4', '--strategy', 'tf_prefill', '--out', str(out)]) == 0
     s = json.loads((out / 'summary.json').read_text())
     assert s['sampled'] and not s['exhaustive'] and s['sample_per_size'] == 3 and s['evaluated'] == 2 + 3 + 3 + 3
+
+
+def test_nupa_task_as_sampled_family(model_dir, tmp_path):
+    runs = {}
+    for strat in ('naive', 'trie'):
+        out = tmp_path / strat
+        assert main(['zeh', 'run', '--model', str(model_dir), '--family', 'nupa:add_integer', '--sample', '4',
+                     '--stop', 'all', '--max-size', '3', '--strategy', strat, '--out', str(out)]) == 0
+        runs[strat] = ({r['id']: (r['gold'], r['correct']) for r in read_jsonl(out / 'results.jsonl')},
+                       json.loads((out / 'summary.json').read_text()))
+    (a, sa), (b, sb) = runs['naive'], runs['trie']
+    assert a == b and len(a) == 12 and sa['sampled'] and sa['n_sizes_covered'] == 3
+    assert (sa['zeh'], sa['limiter']) == (sb['zeh'], sb['limiter'])
+    assert all(g == str(sum(map(int, r['problem']))) for r in read_jsonl(tmp_path / 'naive' / 'results.jsonl') for g in [r['gold']])
