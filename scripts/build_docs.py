@@ -1,6 +1,6 @@
 """Build the numcook docs site (default `_docs/`) from `nbs/`, `papers_repro/` and `figures/`, without quarto.
 
-    python scripts/build_docs.py [--out _docs] [--jobs 2] [--no-cache]
+    python scripts/build_docs.py [--out _docs] [--jobs N] [--no-cache]
 
 Each notebook in `nbs/` goes through nbdev's own docs processors (those `nbdev.serve.proc_nbs` runs: a
 `show_doc` for every export, with signature and docstring; directives; links to the API), then mistune and
@@ -959,7 +959,7 @@ def _read_cfg() -> dict:
 
 
 def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "papers_repro",
-          figures_dir: Path = ROOT / "figures", jobs: int = 2, use_cache: bool = True, cache: Path = ROOT / "_proc" / "docs") -> dict:
+          figures_dir: Path = ROOT / "figures", jobs: int = 1, use_cache: bool = True, cache: Path = ROOT / "_proc" / "docs") -> dict:
     "Build the site into `out`; return a summary. Raises BuildError with a one-line reason."
     t0 = time.time()
     site = Site(Path(out), _read_cfg())
@@ -1045,7 +1045,9 @@ def main(argv=None) -> int:
     ap.add_argument("--nbs", default=str(ROOT / "nbs"), help="notebooks to document (default nbs)")
     ap.add_argument("--papers-repro", default=str(ROOT / "papers_repro"), help="reproduction notebooks (default papers_repro)")
     ap.add_argument("--figures", default=str(ROOT / "figures"), help="their outputs (default figures)")
-    ap.add_argument("--jobs", type=int, default=2, help="processes for nbdev's notebook processing (default 2)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="processes for nbdev's notebook processing (default 1: torch and transformers are imported once; "
+                         "each extra process imports them again, which only pays on idle cores)")
     ap.add_argument("--cache", default=str(ROOT / "_proc" / "docs"), help="cache of processed notebooks (default _proc/docs)")
     ap.add_argument("--no-cache", action="store_true", help="process every notebook again")
     a = ap.parse_args(argv)
