@@ -296,7 +296,10 @@ def browse(chromium, url, *args):
 @pytest.mark.parametrize("path,name", [("index.html", "home"), ("repro.html", "api"), (f"gallery/{DEMO}.html", "gallery")])
 def test_chromium_renders_page(chromium, server, site, path, name):
     base, requests = server
-    dom = browse(chromium, f"{base}/{path}", "--dump-dom")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"{name}.png"
+    shot.unlink(missing_ok=True)
+    dom = browse(chromium, f"{base}/{path}", "--dump-dom", f"--screenshot={shot}", "--window-size=1280,1400")
     title = re.search(r"<title>(.*?)</title>", (site / path).read_text()).group(1)
     assert f"<title>{title}</title>" in dom and re.search(r'<h1 class="title"[^>]*>[^<]+</h1>', dom)
     assert '<nav class="sidebar"' in dom and 'class="highlight"' in dom  # sidebar and highlighted code
@@ -309,10 +312,6 @@ def test_chromium_renders_page(chromium, server, site, path, name):
         assert (f"/figures/{DEMO}/accuracy.png", 200) in requests  # the browser fetched the image
     assert ("/assets/style.css", 200) in requests
     assert not [r for r in requests if r[1] >= 400], requests
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / f"{name}.png"
-    shot.unlink(missing_ok=True)
-    browse(chromium, f"{base}/{path}", f"--screenshot={shot}", "--window-size=1280,1400")
     from PIL import Image
     img = Image.open(shot).convert("RGB")
     assert img.size == (1280, 1400)
