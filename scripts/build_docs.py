@@ -913,7 +913,7 @@ class _LinkParser(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         for k, v in attrs:
-            if k in ("id", "name") and v: self.ids.add(v)
+            if v and (k == "id" or (k == "name" and tag == "a")): self.ids.add(v)
             if k in ("href", "src") and v is not None: self.links.append((tag, v))
 
 
