@@ -188,6 +188,7 @@ class Page:
         self.ids, self.toc, self.files = set(), [], {}  # files: site path -> bytes
         self.body, self.nb_body = NB_MARK, ""  # the page, and the rendered notebook that goes at NB_MARK
         self.band = self.module = ""  # module pages: the notebook's tens digit and its default_exp
+        self.repo_path = ""  # the notebook's path in the repository (nbs/..., papers_repro/...)
 
     @property
     def root(self) -> str:
@@ -534,7 +535,7 @@ NB_MARK = "<!--notebook-->"
 
 def rewrite_links(page: Page, site: Site):
     "Point the links of the rendered notebook (`page.nb_body`) at pages and files of the site."
-    src_dir = posixpath.dirname(_rel(page.source)) if page.source else ""
+    src_dir = posixpath.dirname(page.repo_path)  # where the notebook sits in the repository
 
     def fix(m):
         attr, url = m.group(1), html.unescape(m.group(2))
@@ -595,6 +596,7 @@ def gallery_pages(site: Site, repro_dir: Path, figures_dir: Path) -> list[Page]:
         title, summary = _h1_and_summary(nb)
         title = title or stem
         page = Page(f"gallery/{stem}.html", title, "gallery", nb_path, summary)
+        page.repo_path = f"papers_repro/{nb_path.name}"
         out_dir = figures_dir / stem
         files = sorted(p for p in out_dir.rglob("*") if p.is_file()) if out_dir.is_dir() else []
         images = [p for p in files if p.suffix.lower() in IMAGE_EXTS]
@@ -604,7 +606,7 @@ def gallery_pages(site: Site, repro_dir: Path, figures_dir: Path) -> list[Page]:
             if p.stat().st_size <= MAX_COPY_BYTES: site.copies[f"figures/{stem}/{p.relative_to(out_dir).as_posix()}"] = p
         link = lambda p: f"../figures/{stem}/{p.relative_to(out_dir).as_posix()}"
         body = [f'<div class="command"><span class="label">Regenerate</span>{highlight(f"numcook repro --only {stem}", "sh")}</div>',
-                f'<p class="muted">Notebook <a href="{site.repo_url(_rel(nb_path))}"><code>papers_repro/{stem}.ipynb</code></a>; '
+                f'<p class="muted">Notebook <a href="{site.repo_url(page.repo_path)}"><code>papers_repro/{stem}.ipynb</code></a>; '
                 f'its outputs go to <code>figures/{stem}/</code>. <code>make repro</code> regenerates the whole gallery.</p>']
         if not files:
             body.append(f'<div class="callout callout-note"><p>No outputs in <code>figures/{stem}/</code> yet: run '
@@ -990,7 +992,8 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
         cells = [c for c in nb.get("cells", []) if c.get("cell_type") != "raw"]
         if default_exp: fix_source_links(cells, default_exp)
         page.nb_body = render_cells(cells, page, _rel(nb_path))
-        site.pages[path] = page; site.nb_pages[_rel(nb_path)] = path
+        page.repo_path = f"nbs/{rel.as_posix()}"
+        site.pages[path] = page; site.nb_pages[page.repo_path] = path
         pages.append(page)
     tutorials = {Path(p.path).stem: p for p in pages if p.kind == "tutorial"}
     for stem, *_ in READING_GROUP:  # nbdev names a tutorial page after its notebook
@@ -1002,7 +1005,7 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
         if p.path in site.pages:
             raise BuildError(f"missing page: {_rel(site.pages[p.path].source)} renders to {p.path}, the site's own {p.title} page")
         site.pages[p.path] = p
-        if p.kind == "gallery": site.nb_pages[_rel(p.source)] = p.path
+        if p.kind == "gallery": site.nb_pages[p.repo_path] = p.path
     home = site.pages["index.html"]
     order = ([home, site.pages["reading-group.html"]] + [p for p in pages if p.kind == "tutorial"]
              + [site.pages["api.html"]] + [p for p in pages if p.kind == "module"] + [p for p in pages if p.kind == "page"]
