@@ -72,6 +72,14 @@ def _process_nb(src: str, dst: str, root: str) -> str | None:
         os.chdir(root)
         if root not in sys.path: sys.path.insert(0, root)  # document this checkout's numcook
         os.environ["IN_TEST"] = "1"
+        from IPython.core.history import HistoryManager
+        # nbdev runs cells in a new IPython shell per notebook, and each opens an SQLite history session with a
+        # saving thread that the process pays for (about a second apiece) when it exits: keep history in memory
+        HistoryManager.hist_file.default_value = ":memory:"
+        from execnb.shell import CaptureShell
+        # ...and each shell's exit handler clears its namespace with a full gc.collect(), about a second apiece once
+        # torch is loaded; this process only builds docs, so its shells are simply dropped when it ends
+        CaptureShell.atexit_operations = lambda self: None
         from execnb.nbio import read_nb, write_nb
         from nbdev.processors import FilterDefaults
         try: nb = read_nb(src)
