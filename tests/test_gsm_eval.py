@@ -56,3 +56,16 @@ def test_cli_eval_and_score(tmp_path, tiny_lm, capsys):
     assert len(read_jsonl(res)) == 4
     assert cli(['score', '--problems', str(f), '--replies', str(res)]) == 0
     assert 'averaged score' in capsys.readouterr().out
+
+
+def test_lengths_with_a_named_tokenizer(tmp_path, tiny_lm):
+    d, tok, _ = tiny_lm
+    f = tmp_path / 'p.jsonl'
+    assert cli(['generate', '--subset', 'hard', '--ops', '3', '--per-op', '2', '--context', '700',
+                '--tokenizer', str(d), '--out', str(f)]) == 0
+    for p in read_jsonl(f):
+        n = len(tok(p['problem'] + '\n\n' + p['question'], add_special_tokens=False)['input_ids'])
+        assert p['length'] == n and 600 < n <= 700 and p['tokenizer'] == str(d)
+    from numcook.utils import NumcookError
+    with pytest.raises(NumcookError, match='cannot load tokenizer'):
+        cli(['generate', '--subset', 'hard', '--tokenizer', str(tmp_path / 'nope'), '--out', str(f)])
