@@ -13,7 +13,7 @@ def test_gsm_examples_notebook(tmp_path):
     stats = pd.read_csv(out / 'sample_stats.csv')
     assert set(stats.subset) == {'symbolic', 'medium', 'hard'} and set(stats.target) == {0, 500}
     assert (stats.length[stats.target > 0] <= 500).all() and (stats.noise_sentences[stats.target > 0] > 0).all()
-    assert (out / 'example_graphs.png').stat().st_size > 10000 and (out / 'length_vs_target.png').exists()
+    assert (out / 'example_graphs.png').stat().st_size > 10000 and (out / 'noise_composition.png').exists()
     assert json.loads((out / 'config.json').read_text())['contexts'] == ['0', '500']
 
 
