@@ -197,6 +197,7 @@ class Page:
         self.body, self.nb_body = NB_MARK, ""  # the page, and the rendered notebook that goes at NB_MARK
         self.band = self.module = ""  # module pages: the notebook's tens digit and its default_exp
         self.repo_path = ""  # the notebook's path in the repository (nbs/..., papers_repro/...)
+        self.reserved, self.in_doc = set(), False  # ids of the show_doc'd names; rendering a show_doc now?
 
     @property
     def root(self) -> str:
@@ -204,7 +205,10 @@ class Page:
         return "../" * self.path.count("/")
 
     def new_id(self, text: str) -> str:
-        base = slugify(text); hid, i = base, 1
+        "A unique id for a heading; the bare slug of an API name is kept for that name's show_doc heading."
+        base = slugify(text)
+        if base in self.reserved and not self.in_doc: base += "-section"
+        hid, i = base, 1
         while hid in self.ids: hid, i = f"{base}-{i}", i + 1
         self.ids.add(hid)
         return hid
@@ -462,6 +466,8 @@ def _source_order(cells: list) -> list:
 def render_cells(cells: list, page: Page, where: str, label_params: bool = False) -> str:
     "HTML of a notebook's cells: markdown rendered, code highlighted, outputs embedded."
     parts = []
+    page.reserved |= {slugify(m.group(1)) for c in cells if c.get("cell_type") == "code"
+                      for m in [re.search(r"show_doc\(\s*([\w.]+)\s*\)", _src(c.get("source")))] if m}
     for i, c in enumerate(_source_order(cells)):
         src = _src(c.get("source"))
         if c.get("cell_type") == "markdown":
@@ -480,8 +486,10 @@ def render_cells(cells: list, page: Page, where: str, label_params: bool = False
             if d.get("code-fold"):
                 block = (f'<details class="fold"{" open" if d["code-fold"] == "show" else ""}><summary>'
                          f'{html.escape(d.get("code-summary", "Code"))}</summary>{block}</details>')
+        page.in_doc = is_doc
         outs = "" if d.get("output") == "false" else "".join(
             render_output(o, page, d.get("output") == "asis", f"{where} (cell {i})") for o in c.get("outputs", []))
+        page.in_doc = False
         if block or outs:
             cls = "cell doc" if is_doc else "cell"
             parts.append(f'<div class="{cls}">{block}{outs}</div>')
