@@ -1033,7 +1033,7 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
     # write
     out = Path(out)
     if out.exists() and any(out.iterdir()):
-        if not (out / ".numcook-docs").exists():
+        if not (out / ".numcook-docs").exists() and out.resolve() != ROOT / "_docs":  # _docs/ is always build output
             raise BuildError(f"{out} exists and is not a numcook docs site: choose an empty or new folder")
         shutil.rmtree(out)
     (out / "assets").mkdir(parents=True)
