@@ -98,3 +98,13 @@ def test_unknown_names_and_missing_flashtree(models):
     except ImportError:
         with pytest.raises(NumcookError, match='numcook.flashtree'):
             zero_error_horizon(model, tok, ZehConfig(family='parity', strategy='flashtree', max_size=2))
+
+
+def test_flashtree_strategy_agrees_when_the_kernel_is_installed(models):
+    pytest.importorskip('numcook.flashtree')
+    model, tok = models['qwen2']
+    fam, expected = scripted_family('multiplication', model, tok, 4, name='mul-ft', plant={'2:2', '3:3'})
+    s, recs = run(model, tok, fam, 'flashtree', 4, stop='all', bs=3)
+    assert {i: r['correct'] for i, r in recs.items()} == expected
+    assert (s['zeh'], s['limiter']['id']) == (1, '2:2')
+    model.set_attn_implementation('sdpa')
