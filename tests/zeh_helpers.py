@@ -50,7 +50,7 @@ def scripted_family(base_name, model, tok, max_size, plant=(), past_gold=(), ans
     golds, expected = {}, {}
     for n in range(1, max_size + 1):
         for inst in base.instances(n):
-            gen, stopped = oracle_greedy(model, v.item(inst).prompt_ids, 12, v.stop_ids)
+            gen, stopped = oracle_greedy(model, v.item(inst).prompt_ids, 10, v.stop_ids)
             text = tok.decode(gen)
             g = text.strip() if answer == 'text' else (base.answer.parse(text) or '0')
             if inst.id in plant: g = (g[:-1] + ('1' if g[-1:] != '1' else '2')) if g else '7'
