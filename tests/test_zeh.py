@@ -26,7 +26,8 @@ def run(model, tok, fam, strategy, max_size, stop='horizon', bs=3):
 def models():
     # seeds and biases chosen so that every multiplication answer up to size 5 ends within the budget
     return {'llama': controlled_model('llama', seed=1, eos_bias=1.5, comma_bias=0.5),
-            'qwen2': controlled_model('qwen2', seed=0, eos_bias=1.0, comma_bias=0.5)}
+            'qwen2': controlled_model('qwen2', seed=0, eos_bias=1.0, comma_bias=0.5),
+            'qwen2-number': controlled_model('qwen2', seed=2, eos_bias=2.0, comma_bias=0.5, tokenizer='number')}
 
 
 # Multiplication stream order: size 1 = [1:0], size 2 = [2:0 2:1 2:2], size 3 = [3:0 .. 3:4], size 4 = [4:0 .. 4:6].
@@ -60,7 +61,8 @@ def test_strategies_agree_with_oracle_on_multiplication(models, arch, scenario):
 
 
 @pytest.mark.parametrize('family,max_size,arch', [('multiplication', 4, 'llama'), ('parity', 3, 'qwen2'),
-                                                  ('parentheses', 3, 'llama'), ('chromatic', 3, 'qwen2')])
+                                                  ('parentheses', 3, 'llama'), ('chromatic', 3, 'qwen2'),
+                                                  ('multiplication', 3, 'qwen2-number')])
 def test_every_instance_matches_oracle_when_verifying_all(models, family, max_size, arch):
     model, tok = models[arch]
     fam, expected = scripted_family(family, model, tok, max_size, plant={'3:1'})

@@ -19,10 +19,14 @@ class BiasedLM(torch.nn.Module):
     def set_attn_implementation(self, impl): self.base.set_attn_implementation(impl)
 
 
-def controlled_model(arch='llama', seed=0, eos_bias=1.0, comma_bias=0.0):
-    "A tiny random Llama/Qwen2 restricted to answer characters, with tunable EOS and comma preferences."
-    tok = toy_chat_tokenizer()
-    base = toy_model(arch, seed=seed, init_range=0.5)
+def controlled_model(arch='llama', seed=0, eos_bias=1.0, comma_bias=0.0, tokenizer='bytes'):
+    """A tiny random Llama/Qwen2 restricted to answer characters, with tunable EOS and comma preferences.
+    `tokenizer`: 'bytes' (ChatML byte-level) or 'number' (numcook.tokenizers' one-digit tokenizer, its chat template)."""
+    if tokenizer == 'number':
+        from numcook.tokenizers import number_tokenizer
+        tok = number_tokenizer('one_digit', chat_template=True)
+    else: tok = toy_chat_tokenizer()
+    base = toy_model(arch, seed=seed, init_range=0.5, vocab_size=len(tok), eos_token_id=tok.eos_token_id)
     bias = torch.full((base.config.vocab_size,), -1e4)
     for c in ALLOWED: bias[tok.convert_tokens_to_ids(c if c != ' ' else 'Ġ')] = 0.0
     bias[tok.convert_tokens_to_ids(',')] = comma_bias
