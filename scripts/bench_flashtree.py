@@ -1,0 +1,217 @@
+"""Benchmark for the ZEH paper's Tables 7 and 8: exhaustive verification of the multiplication grid.
+
+Table 7 times the *verification* of every instance `a×b=` (1 <= a, b <= max_operand; 9801 instances for 99) with
+five methods in one run, on one model built from its config (random weights do not change the time):
+
+  TF            teacher forcing: every instance (prompt + question + answer) as one causal sequence, batched
+  TF+prefill    the prompt's KV cache computed once and shared by every batch
+  Trie (SDPA)   instances merged into a trie, one pass per batch, SDPA with the dense (nodes x nodes) tree mask
+  FlashTree     the same trie pass with numcook.flashtree's kernel (attn_implementation "tree_attention")
+  limit         one plain causal forward pass over as many tokens as the tries have nodes (same LM-head rows):
+                what the trie pass would cost if attention were free of masks and prefixes
+
+Every method computes the argmax at exactly the verified positions (the question's `=` and each answer token but
+the last); the script reports how often each method's predictions agree with TF's (float rounding differs, the
+paper saw < 1 % disagreement). Table 8 (end-to-end ZEH) runs the strategies of numcook.zeh when that module is
+available. Timings are printed as ratios to TF measured in the same run; device, dtype and versions are recorded.
+
+    python scripts/bench_flashtree.py                                # Qwen2.5-0.5B architecture, 1-99 grid
+    python scripts/bench_flashtree.py --preset tiny --max-operand 20 # CPU-sized
+    TRITON_INTERPRET=1 python scripts/bench_flashtree.py --preset tiny --max-operand 9 --flashtree-on-cpu
+"""
+import argparse, json, os, platform, sys, time
+from pathlib import Path
+
+import torch
+
+PRESETS = {  # model configs; weights are random
+    "qwen2.5-0.5b": dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                         num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
+                         rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True),
+    "tiny": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True),
+}
+PROMPT = '{"instructions": "Answer with only the integer.", "input": "'
+METHODS = ["TF", "TF+prefill", "Trie (SDPA)", "FlashTree", "limit"]
+
+
+def tokenize(text, vocab):
+    "Characters as tokens: a stand-in tokenizer (digits are single tokens, as in Qwen2.5)."
+    return [(ord(c) * 7 + 3) % (vocab - 1) + 1 for c in text]
+
+
+def instances(max_operand, vocab):
+    "Question and answer token ids of every a×b= with 1 <= a, b <= max_operand, in lexicographic order."
+    return [(tokenize(f"{a}×{b}=", vocab), tokenize(str(a * b), vocab))
+            for a in range(1, max_operand + 1) for b in range(1, max_operand + 1)]
+
+
+def sync(dev):
+    if dev.type == "cuda": torch.cuda.synchronize()
+
+
+def argmax_rows(model, hidden, rows_per_chunk=8192):
+    "Argmax of the LM head at the given hidden states, in chunks (logits of a big vocab are large)."
+    head = model.get_output_embeddings()
+    return torch.cat([head(hidden[i:i + rows_per_chunk]).argmax(-1) for i in range(0, len(hidden), rows_per_chunk)])
+
+
+def batches(xs, size):
+    for i in range(0, len(xs), size): yield xs[i:i + size]
+
+
+@torch.no_grad()
+def run_tf(model, prompt, insts, bs, prefill, dev):
+    "Teacher forcing; with `prefill` the prompt's cache is computed once and expanded over each batch."
+    from transformers import DynamicCache
+    model.set_attn_implementation("sdpa")
+    preds, P = [], len(prompt)
+    if prefill:
+        pc = DynamicCache(config=model.config)
+        model(torch.tensor([prompt], device=dev), past_key_values=pc, use_cache=True, logits_to_keep=1)
+        kv = [(l.keys, l.values) for l in pc.layers]
+    for chunk in batches(insts, bs):
+        rows = [q + a if prefill else prompt + q + a for q, a in chunk]
+        B, L = len(rows), max(map(len, rows))
+        ids = torch.zeros(B, L, dtype=torch.long)
+        for r, row in enumerate(rows): ids[r, :len(row)] = torch.tensor(row)  # right padding: causal, no mask
+        kw = {}
+        if prefill:
+            c = DynamicCache(config=model.config)
+            for li, (k, v) in enumerate(kv): c.update(k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1), li)
+            kw = dict(past_key_values=c, use_cache=True, position_ids=torch.arange(P, P + L, device=dev)[None].expand(B, -1))
+        hidden = model.model(input_ids=ids.to(dev), **kw).last_hidden_state
+        off = 0 if prefill else P
+        r_idx = torch.tensor([r for r, (q, a) in enumerate(chunk) for _ in a], device=dev)
+        t_idx = torch.tensor([off + len(q) - 1 + t for q, a in chunk for t in range(len(a))], device=dev)
+        preds.append(argmax_rows(model, hidden[r_idx, t_idx]))
+    return torch.cat(preds)
+
+
+@torch.no_grad()
+def run_trie(model, prompt, insts, bs, attn, dev, limit=False):
+    "One tree pass per batch after the shared prompt cache (`attn`: 'sdpa' dense mask or the FlashTree backend)."
+    from transformers import DynamicCache
+    from numcook import flashtree as ft
+    model.set_attn_implementation("sdpa" if limit else attn)
+    pc = DynamicCache(config=model.config)
+    model(torch.tensor([prompt], device=dev), past_key_values=pc, use_cache=True, logits_to_keep=1)
+    preds, nodes_total = [], 0
+    for chunk in batches(insts, bs):
+        tree = ft.build_tree([q + a for q, a in chunk])
+        at = [path[len(q) - 1 + t] for (q, a), path in zip(chunk, tree.nodes) for t in range(len(a))]
+        nodes_total += len(tree)
+        if limit:  # plain causal pass over as many tokens as the trie has nodes, LM head on as many rows
+            out = model(input_ids=tree.tokens[None].to(dev), logits_to_keep=torch.arange(len(at), device=dev))
+            preds.append(out.logits[0].argmax(-1))
+        else:
+            preds.append(ft.tree_forward(model, tree, pc, at=at).argmax(-1))
+    return torch.cat(preds), nodes_total
+
+
+def timed(fn, dev, repeats):
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        sync(dev); t0 = time.perf_counter()
+        out = fn()
+        sync(dev); best = min(best, time.perf_counter() - t0)
+    return best * 1000, out
+
+
+def table7(model, args, dev, log=print):
+    from numcook import flashtree as ft
+    attn = ft.register()
+    V = model.config.vocab_size
+    prompt, insts = tokenize(PROMPT, V), instances(args.max_operand, V)
+    run_flash = dev.type == "cuda" or (args.flashtree_on_cpu and ft._interpreting())
+    def make(name, xs):
+        "A thunk running method `name` on instances `xs`; returns (predictions, tokens fed to the model)."
+        n_tok = sum(len(prompt) + len(q) + len(a) for q, a in xs)
+        return {"TF": lambda: (run_tf(model, prompt, xs, args.batch, False, dev), n_tok),
+                "TF+prefill": lambda: (run_tf(model, prompt, xs, args.batch, True, dev), n_tok - len(prompt) * len(xs)),
+                "Trie (SDPA)": lambda: run_trie(model, prompt, xs, args.batch, "sdpa", dev),
+                "FlashTree": lambda: run_trie(model, prompt, xs, args.batch, attn, dev),
+                "limit": lambda: run_trie(model, prompt, xs, args.batch, "sdpa", dev, limit=True)}[name]
+    if args.warmup:  # compile kernels and warm caches on one batch per method first
+        for name in METHODS:
+            if name != "FlashTree" or run_flash: make(name, insts[:args.batch])()
+    fns = {name: make(name, insts) for name in METHODS}
+    rows, ref = [], None
+    for name, fn in fns.items():
+        if name == "FlashTree" and not run_flash:
+            rows.append(dict(table=7, method=name, ms=None, note="skipped: needs a GPU (or TRITON_INTERPRET=1 with --flashtree-on-cpu)"))
+            log(f"{name:12s} skipped (no GPU)"); continue
+        ms, (pred, tokens) = timed(fn, dev, args.repeats)
+        if ref is None: ref = pred
+        row = dict(table=7, method=name, ms=round(ms, 2), tokens=tokens, instances=len(insts),
+                   agree_with_TF=None if name == "limit" else round(float((pred == ref).float().mean()), 5),
+                   note="Triton interpreter on CPU: not a speed measurement" if name == "FlashTree" and dev.type == "cpu" else "")
+        rows.append(row)
+        log(f"{name:12s} {ms:10.1f} ms  tokens={tokens}")
+    tf = rows[0]["ms"]
+    for r in rows: r["speedup_vs_TF"] = round(tf / r["ms"], 3) if r.get("ms") else None
+    return rows
+
+
+def table8(model, args, dev, log=print):
+    "End-to-end ZEH with numcook.zeh's strategies, when that module is available."
+    try:
+        from numcook import zeh  # noqa: F401
+    except ImportError as e:
+        return [dict(table=8, method="all", ms=None, note=f"skipped: numcook.zeh not available ({e})")]
+    return [dict(table=8, method="all", ms=None, note="skipped: end-to-end ZEH timing is not wired to numcook.zeh yet")]
+
+
+def environment(dev, dtype):
+    import transformers, triton
+    env = dict(device=torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu ({platform.processor() or platform.machine()})",
+               dtype=str(dtype).replace("torch.", ""), torch=torch.__version__, transformers=transformers.__version__,
+               triton=triton.__version__, python=platform.python_version(),
+               triton_interpreter=os.environ.get("TRITON_INTERPRET", "0") == "1")
+    return env
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="qwen2.5-0.5b", choices=sorted(PRESETS), help="model architecture (random weights)")
+    ap.add_argument("--layers", type=int, default=None, help="override the number of layers")
+    ap.add_argument("--max-operand", type=int, default=99, help="grid 1..max_operand squared (99: 9801 instances)")
+    ap.add_argument("--batch", type=int, default=1024, help="instances per batch (per trie) for every method")
+    ap.add_argument("--dtype", default="auto", choices=["auto", "float16", "bfloat16", "float32"], help="auto: bf16 on GPU, fp32 on CPU")
+    ap.add_argument("--device", default="auto", help="cuda / cpu / auto")
+    ap.add_argument("--repeats", type=int, default=3, help="timed repeats per method (the minimum is kept)")
+    ap.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the warm-up batch")
+    ap.add_argument("--flashtree-on-cpu", action="store_true", help="run FlashTree on CPU in the Triton interpreter (needs TRITON_INTERPRET=1)")
+    ap.add_argument("--table8", action="store_true", help="also time end-to-end ZEH (needs numcook.zeh)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="folder for bench_flashtree.csv and bench_flashtree.json")
+    args = ap.parse_args(argv)
+    from transformers import AutoModelForCausalLM, Qwen2Config
+    dev = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else ("cpu" if args.device == "auto" else args.device))
+    dtype = {"auto": torch.bfloat16 if dev.type == "cuda" else torch.float32, "float16": torch.float16,
+             "bfloat16": torch.bfloat16, "float32": torch.float32}[args.dtype]
+    cfg_kw = dict(PRESETS[args.preset])
+    if args.layers: cfg_kw["num_hidden_layers"] = args.layers
+    torch.manual_seed(args.seed)
+    cfg = Qwen2Config(**cfg_kw)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype).to(dev).eval()
+    env = environment(dev, dtype)
+    print(json.dumps(env))
+    rows = table7(model, args, dev)
+    if args.table8: rows += table8(model, args, dev)
+    print(f"\n{'method':12s} {'ms':>10s} {'speedup vs TF':>14s} {'agree w/ TF':>12s}")
+    for r in rows:
+        ms = f"{r['ms']:10.1f}" if r.get("ms") else f"{'-':>10s}"
+        sp = f"{r['speedup_vs_TF']:13.2f}x" if r.get("speedup_vs_TF") else f"{'-':>14s}"
+        print(f"T{r['table']} {r['method']:12s} {ms} {sp} {str(r.get('agree_with_TF', '')):>12s} {r.get('note', '')}")
+    if args.out:
+        import pandas as pd
+        out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame([{**env, "preset": args.preset, "layers": cfg.num_hidden_layers, "max_operand": args.max_operand,
+                       "batch": args.batch, **r} for r in rows]).to_csv(out / "bench_flashtree.csv", index=False)
+        (out / "bench_flashtree.json").write_text(json.dumps(dict(env=env, args=vars(args), config=cfg_kw, rows=rows), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
