@@ -10,6 +10,8 @@ five methods in one run, on one model built from its config (random weights do n
   limit         one plain causal forward pass over as many tokens as the tries have nodes (same LM-head rows):
                 what the trie pass would cost if attention were free of masks and prefixes
 
+Inputs are tokenised, padded and merged into tries before the clock starts (the same for every method); the
+timed part is the model work: prompt cache, forward passes, tree masks or parent links, LM head and argmax.
 Every method computes the argmax at exactly the verified positions (the question's `=` and each answer token but
 the last); the script reports how often each method's predictions agree with TF's (float rounding differs, the
 paper saw < 1 % disagreement). Table 8 (end-to-end ZEH) runs the strategies of numcook.zeh when that module is
@@ -60,53 +62,77 @@ def batches(xs, size):
     for i in range(0, len(xs), size): yield xs[i:i + size]
 
 
-@torch.no_grad()
-def run_tf(model, prompt, insts, bs, prefill, dev):
-    "Teacher forcing; with `prefill` the prompt's cache is computed once and expanded over each batch."
+def prompt_cache(model, prompt, dev):
     from transformers import DynamicCache
-    model.set_attn_implementation("sdpa")
-    preds, P = [], len(prompt)
-    if prefill:
-        pc = DynamicCache(config=model.config)
-        model(torch.tensor([prompt], device=dev), past_key_values=pc, use_cache=True, logits_to_keep=1)
-        kv = [(l.keys, l.values) for l in pc.layers]
+    pc = DynamicCache(config=model.config)
+    model(torch.tensor([prompt], device=dev), past_key_values=pc, use_cache=True, logits_to_keep=1)
+    return pc
+
+
+def prep_tf(prompt, insts, bs, prefill, dev):
+    "Right-padded batches (causal, so no mask) and the (row, position) of every verified prediction."
+    out, P = [], len(prompt)
     for chunk in batches(insts, bs):
         rows = [q + a if prefill else prompt + q + a for q, a in chunk]
         B, L = len(rows), max(map(len, rows))
         ids = torch.zeros(B, L, dtype=torch.long)
-        for r, row in enumerate(rows): ids[r, :len(row)] = torch.tensor(row)  # right padding: causal, no mask
-        kw = {}
-        if prefill:
-            c = DynamicCache(config=model.config)
-            for li, (k, v) in enumerate(kv): c.update(k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1), li)
-            kw = dict(past_key_values=c, use_cache=True, position_ids=torch.arange(P, P + L, device=dev)[None].expand(B, -1))
-        hidden = model.model(input_ids=ids.to(dev), **kw).last_hidden_state
+        for r, row in enumerate(rows): ids[r, :len(row)] = torch.tensor(row)
         off = 0 if prefill else P
-        r_idx = torch.tensor([r for r, (q, a) in enumerate(chunk) for _ in a], device=dev)
-        t_idx = torch.tensor([off + len(q) - 1 + t for q, a in chunk for t in range(len(a))], device=dev)
-        preds.append(argmax_rows(model, hidden[r_idx, t_idx]))
-    return torch.cat(preds)
+        r_idx = torch.tensor([r for r, (q, a) in enumerate(chunk) for _ in a])
+        t_idx = torch.tensor([off + len(q) - 1 + t for q, a in chunk for t in range(len(a))])
+        pos = torch.arange(P, P + L)[None].expand(B, -1) if prefill else None
+        out.append(dict(ids=ids.to(dev), r=r_idx.to(dev), t=t_idx.to(dev), pos=None if pos is None else pos.to(dev)))
+    return out
 
 
 @torch.no_grad()
-def run_trie(model, prompt, insts, bs, attn, dev, limit=False):
-    "One tree pass per batch after the shared prompt cache (`attn`: 'sdpa' dense mask or the FlashTree backend)."
+def run_tf(model, prompt, prepped, prefill, dev):
+    "Teacher forcing; with `prefill` the prompt's cache is computed once and expanded over each batch (views)."
     from transformers import DynamicCache
+    model.set_attn_implementation("sdpa")
+    preds = []
+    if prefill: kv = [(l.keys, l.values) for l in prompt_cache(model, prompt, dev).layers]
+    for bt in prepped:
+        kw = {}
+        if prefill:
+            B = bt["ids"].shape[0]
+            c = DynamicCache(config=model.config)
+            for li, (k, v) in enumerate(kv): c.update(k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1), li)
+            kw = dict(past_key_values=c, use_cache=True, position_ids=bt["pos"])
+        hidden = model.model(input_ids=bt["ids"], **kw).last_hidden_state
+        preds.append(argmax_rows(model, hidden[bt["r"], bt["t"]]))
+    return torch.cat(preds)
+
+
+def prep_trie(prompt, insts, bs, dev):
+    "One trie per batch of instances, on the device, with the nodes whose next token is verified."
     from numcook import flashtree as ft
-    model.set_attn_implementation("sdpa" if limit else attn)
-    pc = DynamicCache(config=model.config)
-    model(torch.tensor([prompt], device=dev), past_key_values=pc, use_cache=True, logits_to_keep=1)
-    preds, nodes_total = [], 0
+    out = []
     for chunk in batches(insts, bs):
         tree = ft.build_tree([q + a for q, a in chunk])
         at = [path[len(q) - 1 + t] for (q, a), path in zip(chunk, tree.nodes) for t in range(len(a))]
-        nodes_total += len(tree)
+        out.append(dict(ids=tree.tokens[None].to(dev), pos=tree.position_ids(len(prompt))[None].to(dev),
+                        end=tree.end[None].to(dev), at=torch.tensor(at, device=dev), n=len(tree)))
+    return out
+
+
+@torch.no_grad()
+def run_trie(model, prompt, prepped, attn, dev, limit=False):
+    "One tree pass per batch after the shared prompt cache: SDPA with the dense tree mask, or the FlashTree backend."
+    from numcook import flashtree as ft
+    model.set_attn_implementation("sdpa" if limit else attn)
+    pc = prompt_cache(model, prompt, dev)
+    P, preds = len(prompt), []
+    for bt in prepped:
         if limit:  # plain causal pass over as many tokens as the trie has nodes, LM head on as many rows
-            out = model(input_ids=tree.tokens[None].to(dev), logits_to_keep=torch.arange(len(at), device=dev))
-            preds.append(out.logits[0].argmax(-1))
-        else:
-            preds.append(ft.tree_forward(model, tree, pc, at=at).argmax(-1))
-    return torch.cat(preds), nodes_total
+            out = model(input_ids=bt["ids"], logits_to_keep=torch.arange(len(bt["at"]), device=dev))
+            preds.append(out.logits[0].argmax(-1)); continue
+        kw = dict(input_ids=bt["ids"], position_ids=bt["pos"], past_key_values=pc, use_cache=True, logits_to_keep=bt["at"])
+        if attn == "sdpa": kw["attention_mask"] = ft.tree_mask(bt["end"], P)[:, None]  # the dense (N x P+N) mask
+        else: kw.update(tree_end=bt["end"], tree_parent=ft.tree_parent(bt["end"]))
+        preds.append(model(**kw).logits[0].argmax(-1))
+        pc.crop(P - pc.get_seq_length())  # back to the prompt
+    return torch.cat(preds)
 
 
 def timed(fn, dev, repeats):
@@ -125,23 +151,25 @@ def table7(model, args, dev, log=print):
     prompt, insts = tokenize(PROMPT, V), instances(args.max_operand, V)
     run_flash = dev.type == "cuda" or (args.flashtree_on_cpu and ft._interpreting())
     def make(name, xs):
-        "A thunk running method `name` on instances `xs`; returns (predictions, tokens fed to the model)."
-        n_tok = sum(len(prompt) + len(q) + len(a) for q, a in xs)
-        return {"TF": lambda: (run_tf(model, prompt, xs, args.batch, False, dev), n_tok),
-                "TF+prefill": lambda: (run_tf(model, prompt, xs, args.batch, True, dev), n_tok - len(prompt) * len(xs)),
-                "Trie (SDPA)": lambda: run_trie(model, prompt, xs, args.batch, "sdpa", dev),
-                "FlashTree": lambda: run_trie(model, prompt, xs, args.batch, attn, dev),
-                "limit": lambda: run_trie(model, prompt, xs, args.batch, "sdpa", dev, limit=True)}[name]
+        "Prepared inputs (untimed: tokenising and trie building) and a thunk running method `name` on them."
+        if name in ("TF", "TF+prefill"):
+            pre = prep_tf(prompt, xs, args.batch, name == "TF+prefill", dev)
+            tok = sum(int(bt["ids"].numel()) for bt in pre)
+            return tok, lambda: run_tf(model, prompt, pre, name == "TF+prefill", dev)
+        pre = prep_trie(prompt, xs, args.batch, dev)
+        mode = {"Trie (SDPA)": "sdpa", "FlashTree": attn, "limit": "sdpa"}[name]
+        return sum(bt["n"] for bt in pre), lambda: run_trie(model, prompt, pre, mode, dev, limit=name == "limit")
     if args.warmup:  # compile kernels and warm caches on one batch per method first
         for name in METHODS:
-            if name != "FlashTree" or run_flash: make(name, insts[:args.batch])()
-    fns = {name: make(name, insts) for name in METHODS}
+            if name != "FlashTree" or run_flash: make(name, insts[:args.batch])[1]()
+    fns = {name: make(name, insts) for name in METHODS if name != "FlashTree" or run_flash}
     rows, ref = [], None
-    for name, fn in fns.items():
+    for name in METHODS:
         if name == "FlashTree" and not run_flash:
             rows.append(dict(table=7, method=name, ms=None, note="skipped: needs a GPU (or TRITON_INTERPRET=1 with --flashtree-on-cpu)"))
             log(f"{name:12s} skipped (no GPU)"); continue
-        ms, (pred, tokens) = timed(fn, dev, args.repeats)
+        tokens, thunk = fns[name]
+        ms, pred = timed(thunk, dev, args.repeats)
         if ref is None: ref = pred
         row = dict(table=7, method=name, ms=round(ms, 2), tokens=tokens, instances=len(insts),
                    agree_with_TF=None if name == "limit" else round(float((pred == ref).float().mean()), 5),
