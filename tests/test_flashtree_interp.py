@@ -112,3 +112,25 @@ def test_model_logits_on_trie_equal_per_instance_causal(arch):
         for s, nodes in zip(seqs, tree.nodes):
             full = model(torch.tensor([prompt + s], device=DEV)).logits[0, len(prompt):].cpu()
             torch.testing.assert_close(logits[nodes], full, atol=1e-4, rtol=1e-4)
+
+
+def test_zeh_engine_with_flashtree_equals_brute_force_greedy():
+    "numcook.zeh's trie strategy on the kernel: per-instance verdicts and the ZEH equal brute-force greedy decoding's."
+    import dataclasses
+    zeh = pytest.importorskip("numcook.zeh")
+    from zeh_helpers import controlled_model, scripted_family, expected_horizon
+    model, tok = controlled_model("qwen2", seed=0, eos_bias=1.0, comma_bias=0.5)
+    fam, expected = scripted_family("multiplication", model, tok, 2, name="mul-ft", plant={"2:1"})
+    # the registered strategy, pointed at the kernel's attn_implementation name (names with 'flash' are refused
+    # by transformers 5)
+    strat = dataclasses.replace(zeh.get_strategy("flashtree"), attn_implementation=ft.ATTN_IMPLEMENTATION)
+    strat.prepare(model)
+    assert model.config._attn_implementation == ft.ATTN_IMPLEMENTATION
+    v = zeh.Verifier(model, tok, fam, fam.prompt("baseline"), 8)
+    items = [v.item(i) for n in range(1, 3) for i in fam.instances(n)]  # 1x1, then 1x2 2x1 2x2: one trie
+    res = zeh.verify_batch(v, strat, items)
+    model.set_attn_implementation("sdpa")
+    got = {it.inst.id: r["correct"] for it, r in zip(items, res)}
+    assert got == expected and any(r["how"] == "trie" for r in res)
+    first_bad = min((it.inst.size for it, r in zip(items, res) if not r["correct"]), default=3)
+    assert (first_bad - 1, expected_horizon(fam, expected, 2)[0]) == (1, 1)  # ZEH 1: the planted error at size 2
