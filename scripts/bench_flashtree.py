@@ -33,18 +33,26 @@ PRESETS = {  # model configs; weights are random
     "tiny": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True),
 }
-PROMPT = '{"instructions": "Answer with only the integer.", "input": "'
+PROMPT = '<|im_start|>user\n{"instructions": "Answer with only the integer.", "input": "'
+SUFFIX = '"}\n<|a'  # stands for what follows each question before the answer (end of JSON, chat turn markers)
 METHODS = ["TF", "TF+prefill", "Trie (SDPA)", "FlashTree", "limit"]
 
 
 def tokenize(text, vocab):
-    "Characters as tokens: a stand-in tokenizer (digits are single tokens, as in Qwen2.5)."
+    "Characters as tokens: a stand-in tokenizer (digits are single tokens, as in Qwen2.5; no weights are trained)."
     return [(ord(c) * 7 + 3) % (vocab - 1) + 1 for c in text]
 
 
-def instances(max_operand, vocab):
-    "Question and answer token ids of every a×b= with 1 <= a, b <= max_operand, in lexicographic order."
-    return [(tokenize(f"{a}×{b}=", vocab), tokenize(str(a * b), vocab))
+def prompt_ids(n, vocab):
+    "A shared prompt of exactly `n` tokens (the instruction's characters, repeated if needed)."
+    ids = tokenize(PROMPT, vocab)
+    return (ids * (n // len(ids) + 1))[:n]
+
+
+def instances(max_operand, vocab, suffix_tokens=0):
+    "Question (a×b= plus a per-instance suffix) and answer ids of every a×b= with 1 <= a, b <= max_operand."
+    suffix = tokenize(SUFFIX, vocab)[:suffix_tokens]
+    return [(tokenize(f"{a}×{b}=", vocab) + suffix, tokenize(str(a * b), vocab))
             for a in range(1, max_operand + 1) for b in range(1, max_operand + 1)]
 
 
@@ -148,7 +156,7 @@ def table7(model, args, dev, log=print):
     from numcook import flashtree as ft
     attn = ft.register()
     V = model.config.vocab_size
-    prompt, insts = tokenize(PROMPT, V), instances(args.max_operand, V)
+    prompt, insts = prompt_ids(args.prompt_tokens, V), instances(args.max_operand, V, args.suffix_tokens)
     run_flash = dev.type == "cuda" or (args.flashtree_on_cpu and ft._interpreting())
     def make(name, xs):
         "Prepared inputs (untimed: tokenising and trie building) and a thunk running method `name` on them."
@@ -226,6 +234,8 @@ def main(argv=None):
     ap.add_argument("--preset", default="qwen2.5-0.5b", choices=sorted(PRESETS), help="model architecture (random weights)")
     ap.add_argument("--layers", type=int, default=None, help="override the number of layers")
     ap.add_argument("--max-operand", type=int, default=99, help="grid 1..max_operand squared (99: 9801 instances)")
+    ap.add_argument("--prompt-tokens", type=int, default=24, help="length of the shared prompt (Qwen2.5 tokenises the paper's prompt into roughly this many)")
+    ap.add_argument("--suffix-tokens", type=int, default=5, help="tokens after each question's '=' before the answer (closing quote, chat markers)")
     ap.add_argument("--batch", type=int, default=1024, help="instances per batch (per trie) for every method")
     ap.add_argument("--dtype", default="auto", choices=["auto", "float16", "bfloat16", "float32"], help="auto: bf16 on GPU, fp32 on CPU")
     ap.add_argument("--device", default="auto", help="cuda / cpu / auto")
