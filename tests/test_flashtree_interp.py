@@ -124,6 +124,7 @@ def test_zeh_engine_with_flashtree_equals_brute_force_greedy():
     # the registered strategy, pointed at the kernel's attn_implementation name (names with 'flash' are refused
     # by transformers 5)
     strat = dataclasses.replace(zeh.get_strategy("flashtree"), attn_implementation=ft.ATTN_IMPLEMENTATION)
+    model.to(DEV)  # the oracle above ran on the CPU
     strat.prepare(model)
     assert model.config._attn_implementation == ft.ATTN_IMPLEMENTATION
     v = zeh.Verifier(model, tok, fam, fam.prompt("baseline"), 8)
