@@ -102,7 +102,7 @@ def test_launcher_errors_name_the_problem():
 
 
 def test_transformers_passes_tree_end_and_builds_no_mask():
-    "A spy registered like the real backend sees tree_end unchanged and attention_mask None in every layer."
+    "A spy registered like the real backend sees tree_end unchanged and attention_mask None (no N x N mask) in every layer."
     from transformers import AttentionInterface, DynamicCache, Qwen2Config, AutoModelForCausalLM
     calls = []
 
@@ -110,7 +110,9 @@ def test_transformers_passes_tree_end_and_builds_no_mask():
         calls.append((attention_mask, kw.get("tree_end"), query.shape[-2], key.shape[-2], key.shape[1]))
         return ft.flashtree_attention_forward(module, query, key, value, attention_mask, **kw)
 
+    from transformers.masking_utils import AttentionMaskInterface
     AttentionInterface.register("tree_attention_spy", spy)
+    AttentionMaskInterface.register("tree_attention_spy", ft.flashtree_mask)  # as register() does
     cfg = Qwen2Config(vocab_size=20, hidden_size=32, intermediate_size=32, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2)
     torch.manual_seed(0)
@@ -149,3 +151,28 @@ def test_kernel_compiles_for_hopper():
     assert r.returncode == 0, r.stderr[-3000:]
     words = r.stdout.split()
     assert int(words[words.index("WGMMA") + 1]) > 0 and int(words[words.index("CUBIN") + 1]) > 0
+
+
+def test_padded_batches_go_through_dense_attention():
+    "Left-padded batched decoding (a 2D padding mask, no tree) gives SDPA's logits under the tree backend."
+    from transformers import LlamaConfig, AutoModelForCausalLM
+    cfg = LlamaConfig(vocab_size=20, hidden_size=32, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=ft.register()).eval()
+    ids = torch.tensor([[0, 0, 3, 4, 5], [6, 7, 8, 9, 1]])
+    att = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    pos = (att.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=True)
+        nxt = out.logits[:, -1:].argmax(-1)
+        att2 = torch.cat([att, torch.ones(2, 1, dtype=att.dtype)], 1)
+        step = model(input_ids=nxt, attention_mask=att2, position_ids=pos[:, -1:] + 1, past_key_values=out.past_key_values).logits
+        model.set_attn_implementation("sdpa")
+        ref = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=True)
+        ref_step = model(input_ids=nxt, attention_mask=att2, position_ids=pos[:, -1:] + 1, past_key_values=ref.past_key_values).logits
+    torch.testing.assert_close(out.logits[:, 2:], ref.logits[:, 2:])  # real tokens; padding rows are unused
+    torch.testing.assert_close(step, ref_step)
+    with pytest.raises(NumcookError, match="tree_end"):
+        ft.flashtree_attention_forward(None, torch.zeros(1, 2, 3, 8), torch.zeros(1, 1, 3, 8), torch.zeros(1, 1, 3, 8),
+                                       att[:1, :3], tree_end=torch.tensor([[3, 3, 3]]))
