@@ -202,8 +202,14 @@ def table8(model, args, dev, log=print):
     from numcook import flashtree as ft
     tok = zeh.toy_chat_tokenizer()  # one token per byte; the model's vocabulary is larger, which is fine
     run_flash = dev.type == "cuda" or (args.flashtree_on_cpu and ft._interpreting())
-    rows = []
-    for name, strat in T8_METHODS.items():
+    rows, methods = [], dict(T8_METHODS)
+    fs = zeh.get_strategy("flashtree")
+    if "flash" in (fs.attn_implementation or ""):  # transformers 5 refuses such names; use the registered backend's
+        import dataclasses
+        if "flashtree_kernel" not in zeh.STRATEGIES:
+            zeh.STRATEGIES.register("flashtree_kernel", obj=dataclasses.replace(fs, name="flashtree_kernel", attn_implementation=ft.register()))
+        methods["FlashTree"] = "flashtree_kernel"
+    for name, strat in methods.items():
         if name == "FlashTree" and not run_flash:
             rows.append(dict(table=8, method=name, ms=None, note="skipped: needs a GPU (or TRITON_INTERPRET=1 with --flashtree-on-cpu)"))
             continue
