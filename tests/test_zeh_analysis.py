@@ -10,9 +10,9 @@ from numcook.zeh_analysis import (multiplication_grid_order, has_carry, is_struc
                                   results_frame, zero_error_horizon, accuracy_within, zeh_table, read_grid_json,
                                   read_grid_dir, read_frequency_json, write_frequency_json, frequency_of,
                                   frequency_correlation, spearman_table, structured_error_table, carry_design,
-                                  carry_logit, analysis_tables)
+                                  carry_logit, carry_logit_l2, analysis_tables)
 from numcook.zoo import (ZooConfig, sample_training_pairs, training_pair_counts, pair_probabilities, build_zoo,
-                         load_inputs)
+                         load_inputs, trained_backend_available, member_name, zoo_family)
 
 
 def grid(n, wrong, model='m-1B'):
@@ -266,6 +266,20 @@ def test_standardized_is_raw_rescaled():
     assert std.table.standardized.all() and not raw.table.standardized.any()
 
 
+def test_l2_fit_satisfies_its_optimality_conditions():
+    df = carry_data(3)
+    for C in (0.01, 1.0):
+        t = carry_logit_l2(df, C=C)
+        X, y = carry_design(df, standardized=True)
+        X, b = X.to_numpy(), t.coef.to_numpy()
+        p = 1 / (1 + np.exp(-X @ b))
+        # d/d beta [0.5 |slopes|^2 + C * logloss] = 0  <=>  C X^T (y - p) = (0, slopes)
+        assert np.allclose(C * X.T @ (y - p), np.r_[0, b[1:]], atol=1e-8)
+    strong, weak = carry_logit_l2(df, C=0.01).coef, carry_logit_l2(df, C=1e7).coef
+    assert np.linalg.norm(strong[1:]) < np.linalg.norm(weak[1:])   # the penalty shrinks the slopes' norm
+    assert np.allclose(weak, carry_logit(df).table.coef, atol=1e-4)  # and vanishing penalty is the MLE
+
+
 def test_carry_logit_needs_two_sizes():
     with pytest.raises(NumcookError, match='two sizes'): carry_logit(grid(5, {(2, 2): 5}))
 
@@ -307,3 +321,27 @@ def test_zoo_cache_is_reused_and_labelled(tmp_path):
     inp = load_inputs(cfg=cfg, cache_root=tmp_path)
     assert sum(inp.pair_counts.values()) == 800 and set(inp.baseline.prompt) == {'baseline'}
     with pytest.raises(NumcookError, match='Valid choices'): ZooConfig(backend='gpu')
+
+
+@pytest.mark.skipif(not trained_backend_available(), reason='needs numcook.train and numcook.zeh')
+def test_trained_zoo_agrees_with_plain_greedy_decoding(tmp_path):
+    import torch
+    from numcook.families import Instance, render
+    from numcook.train import load_trained
+    cfg = ZooConfig(max_operand=4, train_examples=400, hidden=(16,), layers=(1,), steps=12, prompts=('baseline', 'eval'),
+                    backend='trained', device='cpu')
+    zoo = build_zoo(cfg, tmp_path)
+    assert zoo.backend == 'trained' and len(zoo.results) == 2 * 16
+    model, tok, _ = load_trained(zoo.path / 'models' / member_name(cfg, 0), device='cpu')
+    fam = zoo_family()
+    for r in zoo.results.itertuples():
+        a, b = int(r.a), int(r.b)
+        text = render(fam.prompts[r.prompt], Instance('multiplication', max(a, b), 0, [a, b], str(a * b), {'a': a, 'b': b}))
+        ids = tok(text, return_tensors='pt')
+        with torch.no_grad():
+            out = model.generate(**ids, max_new_tokens=6, do_sample=False, eos_token_id=tok.eos_token_id,
+                                 pad_token_id=tok.pad_token_id)
+        new = out[0, ids['input_ids'].shape[1]:].tolist()
+        ended = tok.eos_token_id in new
+        answer = tok.decode(new[:new.index(tok.eos_token_id)] if ended else new, skip_special_tokens=True).strip()
+        assert r.correct == (ended and answer == str(a * b)), (a, b, r.prompt, answer)
