@@ -345,3 +345,4 @@ def test_trained_zoo_agrees_with_plain_greedy_decoding(tmp_path):
         ended = tok.eos_token_id in new
         answer = tok.decode(new[:new.index(tok.eos_token_id)] if ended else new, skip_special_tokens=True).strip()
         assert r.correct == (ended and answer == str(a * b)), (a, b, r.prompt, answer)
+        if ended and answer.isdigit(): assert r.pred == int(answer)   # the recorded prediction is the model's answer
