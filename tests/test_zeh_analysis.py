@@ -97,6 +97,9 @@ def test_zeh_other_family_keeps_record_order_and_stops_at_gaps():
     gap = results_frame([r for r in recs if r['size'] != 2], model='p-1B', family='parity')
     h = zero_error_horizon(gap)
     assert h.zeh == 1 and h.censored
+    late = results_frame([r for r in recs if r['size'] != 1], model='p-1B', family='parity')
+    assert zero_error_horizon(late).zeh == 0                      # size 1 unknown: no horizon can be claimed
+    assert zero_error_horizon(late, min_size=2).limiter['instance'] == '110'
 
 
 def test_accuracy_within_ranges():
