@@ -49,12 +49,12 @@ class BuildError(Exception):
 # ----------------------------------------------------------------------------------------------------------
 # Step 1: nbdev's docs processing (what `nbdev.serve.proc_nbs` does per notebook), in worker processes.
 
-def _process(src: str, dst: str, root: str) -> tuple[str | None, list[str]]:
+def _process(src: str, dst: str, root: str, split_mixed: bool = False) -> tuple[str | None, list[str]]:
     "Run nbdev's docs processors on notebook `src`, write the result to `dst`; return (error line or None, warnings)."
     import warnings
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        err = _process_nb(src, dst, root)
+        err = _process_nb(src, dst, root, split_mixed)
     notes = []
     for w in caught:
         msg = str(w.message)
@@ -64,10 +64,36 @@ def _process(src: str, dst: str, root: str) -> tuple[str | None, list[str]]:
                          f"split it ({code[0][:60]!r}...)")
         elif issubclass(w.category, (UserWarning,)) and "nbdev" in str(w.filename):
             notes.append(_first_line(msg))
+    if split_mixed and not err:
+        notes.append("built by running only the imports of the cells that mix imports with other code")
     return err, sorted(set(notes))
 
 
-def _process_nb(src: str, dst: str, root: str) -> str | None:
+def _split_mixed_cells(nb) -> int:
+    "Before each cell that mixes imports with other code, a hidden cell of just its imports; the cell itself is not run."
+    import ast
+    from execnb.nbio import mk_cell
+    from fastcore.basics import AttrDict
+    cells, n = [], 0
+    for c in nb.cells:
+        if c.cell_type == "code" and c.source.strip()[:1] not in ("%", "!"):
+            d, code = _directives(c.source)
+            if not ({"export", "exports", "exporti", "exec_doc"} & d.keys() or d.get("eval") == "false"):
+                try: tree = ast.parse(code)
+                except SyntaxError: tree = None
+                nodes = list(ast.walk(tree)) if tree else []
+                if (any(isinstance(x, (ast.Import, ast.ImportFrom)) for x in nodes)
+                        and any(isinstance(x, (ast.Expr, ast.Assign)) for x in nodes)):
+                    imports = [ast.get_source_segment(code, x) for x in tree.body if isinstance(x, (ast.Import, ast.ImportFrom))]
+                    if imports: cells.append(mk_cell("#| hide\n" + "\n".join(imports), metadata=AttrDict()))
+                    c.set_source("#| eval: false\n" + c.source)
+                    n += 1
+        cells.append(c)
+    nb.cells = cells
+    return n
+
+
+def _process_nb(src: str, dst: str, root: str, split_mixed: bool = False) -> str | None:
     try:
         os.chdir(root)
         if root not in sys.path: sys.path.insert(0, root)  # document this checkout's numcook
@@ -84,6 +110,7 @@ def _process_nb(src: str, dst: str, root: str) -> str | None:
         from nbdev.processors import FilterDefaults
         try: nb = read_nb(src)
         except Exception as e: return f"not a readable notebook ({type(e).__name__}: {_first_line(e)})"
+        if split_mixed: _split_mixed_cells(nb)
         FilterDefaults()(nb)
         Path(dst).parent.mkdir(parents=True, exist_ok=True)
         tmp = f"{dst}.{os.getpid()}.tmp"  # atomic: parallel builds may share the cache
@@ -140,9 +167,13 @@ def process_notebooks(nbs: list[Path], nbs_dir: Path, cache: Path, jobs: int, us
             results = _in_workers(jobs, *args(todo))
         # A worker runs many notebooks (one torch import, not one per notebook); a failure might come from what an
         # earlier notebook left behind (a module imported, a registry filled), so each failure gets a fresh process.
+        # nbdev also runs every cell that contains an import, out of context; when such a cell mixes imports with
+        # other code, the retry runs only its imports (and the build warns).
         again = [i for i, (err, _) in enumerate(results) if err and not err.startswith("not a readable")]
         for i in again:
-            results[i] = _in_workers(1, *args([todo[i]]))[0]
+            split = any("mixes imports" in n for n in results[i][1])
+            retry = _in_workers(1, *args([todo[i]]), [split])[0]
+            results[i] = (retry[0], sorted(set(results[i][1]) | set(retry[1])))
         for nb, (err, notes) in zip(todo, results):
             for note in notes: print(f"docs warning: {_rel(nb)}: {note}", file=sys.stderr)
             if err and any("mixes imports" in n for n in notes):

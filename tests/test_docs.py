@@ -191,13 +191,18 @@ def _nb(*cells):
                        "nbformat": 4, "nbformat_minor": 5})
 
 
-def build_fails(tmp_path, notebooks: dict) -> str:
+def build_small(tmp_path, notebooks: dict):
+    "Build a site from a home page plus `notebooks` (name -> JSON text), without gallery."
     nbs = tmp_path / "nbs"; nbs.mkdir()
     (nbs / "index.ipynb").write_text(_nb(("markdown", "# Home\n> The home page.")))
     for name, text in notebooks.items(): (nbs / name).write_text(text)
     empty = tmp_path / "empty"; empty.mkdir()
-    r = run_build("--out", tmp_path / "site", "--nbs", nbs, "--papers-repro", empty, "--figures", empty,
-                  "--cache", tmp_path / "cache", "--jobs", "1", timeout=60)
+    return run_build("--out", tmp_path / "site", "--nbs", nbs, "--papers-repro", empty, "--figures", empty,
+                     "--cache", tmp_path / "cache", "--jobs", "1", timeout=60)
+
+
+def build_fails(tmp_path, notebooks: dict) -> str:
+    r = build_small(tmp_path, notebooks)
     assert r.returncode == 1, r.stdout + r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     return r.stderr.strip()
@@ -232,6 +237,19 @@ def import_build_docs():
     try: import build_docs
     finally: sys.path.pop(0)
     return build_docs
+
+
+def test_cell_mixing_imports_and_code_is_documented_with_a_warning(tmp_path):
+    "nbdev runs every cell with an import out of context; here that would fail, so only its imports run."
+    r = build_small(tmp_path, {"53_mixed.ipynb": _nb(("markdown", "# Mixed\n> Imports beside code."),
+                                                     ("code", "#| default_exp mixed"),
+                                                     ("code", "#| export\ndef twice(x):\n    'Two times x.'\n    return 2 * x"),
+                                                     ("code", "toy = twice(8)"),
+                                                     ("code", "import math\nmath.sqrt(toy)"))})
+    assert r.returncode == 0, r.stderr
+    assert "53_mixed.ipynb" in r.stderr and "mixes imports" in r.stderr
+    page = (tmp_path / "site" / "mixed.html").read_text()
+    assert re.search(r'<h3 id="twice">twice<', page) and "Two times x." in page and ">sqrt<" in page
 
 
 def test_check_site_catches_missing_page_and_broken_fragment(tmp_path):
