@@ -1054,7 +1054,9 @@ def build(out: Path, nbs_dir: Path = ROOT / "nbs", repro_dir: Path = ROOT / "pap
         site.pages[p.path] = p
         if p.kind == "gallery": site.nb_pages[p.repo_path] = p.path
     home = site.pages["index.html"]
-    order = ([home, site.pages["reading-group.html"]] + [p for p in pages if p.kind == "tutorial"]
+    path_order = [s for s, *_ in READING_GROUP]
+    tut_key = lambda p: (path_order.index(Path(p.path).stem) if Path(p.path).stem in path_order else len(path_order), p.path)
+    order = ([home, site.pages["reading-group.html"]] + sorted((p for p in pages if p.kind == "tutorial"), key=tut_key)
              + [site.pages["api.html"]] + [p for p in pages if p.kind == "module"] + [p for p in pages if p.kind == "page"]
              + [site.pages["gallery.html"]] + [p for p in specials if p.kind == "gallery"])
     home.body += home_extra(site, order)
