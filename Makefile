@@ -21,11 +21,11 @@ $(STAMP): settings.ini setup.py
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev]"
 	touch $@
 
-## The test command: notebooks in sync and clean, the pytest suite, and every notebook's fast cells.
+## The test command: notebooks in sync and clean, every notebook's fast cells, then the pytest suite.
 test: $(STAMP)
 	$(BIN)/python scripts/check_sync.py
-	$(BIN)/python -m pytest -q -n 2 tests
 	$(BIN)/nbdev_test --n_workers 2 --timing
+	$(BIN)/python -m pytest -q -n 2 tests
 
 check-sync: $(STAMP)
 	$(BIN)/python scripts/check_sync.py

@@ -1,0 +1,39 @@
+"Papermill smoke runs of the NUPA reproduction notebooks with shrunk parameters."
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from numcook.nupa import NUPA_41
+from numcook.repro import run_notebook
+
+NBS = Path(__file__).resolve().parents[1] / 'papers_repro'
+
+
+def test_nupa_tables(tmp_path):
+    out = tmp_path / 'fig'
+    run_notebook(NBS / 'nupa_tables.ipynb', tmp_path / 'run', {'out_dir': str(out), 'dpi': 40})
+    t1 = pd.read_csv(out / 'table1_overview.csv', index_col=0)
+    assert t1.shape == (4, 17) and (t1 == '✓').sum().sum() == 41
+    assert t1.loc['Float', 'Truediv'] == 'X' and t1.loc['Frac', 'Count'] == 'O' and t1.loc['Sci', 'Length'] == '-'
+    t5 = pd.read_csv(out / 'table5_result.csv', index_col=0)
+    assert t5.loc['Int', 'Truediv'] == 'Fr' and t5.loc['Frac', 'To Float'] == 'Fl' and t5.loc['Int', 'Length'] == 'i'
+    t6 = pd.read_csv(out / 'table6_easy_hard.csv', index_col=0)
+    assert (t6 == 'H').sum().sum() == 19 and (t6 == 'E').sum().sum() == 22
+    assert (out / 'nupa_tasks.png').stat().st_size > 5000 and json.loads((out / 'config.json').read_text())['dpi'] == 40
+    assert (tmp_path / 'run' / 'nupa_tables.ipynb').exists()
+
+
+def test_nupa_test_shrunk(tmp_path):
+    out = tmp_path / 'fig'
+    run_notebook(NBS / 'nupa_test.ipynb', tmp_path / 'run',
+                 {'out_dir': str(out), 'n': 12, 'max_length': 6, 'tasks': 'nupa41', 'workers': 1, 'dpi': 40})
+    per_task = pd.read_csv(out / 'items_per_task.csv', index_col=0)
+    assert list(per_task.index) == NUPA_41
+    assert per_task.loc['add_integer', 'S'] == 4 * 12 and per_task.loc['add_integer', 'M'] == 2 * 12
+    assert per_task.loc['length_integer', 'S'] == 10 + 5 * 12  # one-digit integers: only 0..9
+    per_len = pd.read_csv(out / 'items_per_length.csv')
+    assert per_len['items'].max() == 12 and per_len['length'].max() == 6
+    for f in ('items_per_length.png', 'answer_chars_per_range.png', 'items_per_range.csv', 'sample_items.jsonl'):
+        assert (out / f).stat().st_size > 0
+    assert json.loads((out / 'config.json').read_text())['n'] == 12

@@ -1,0 +1,100 @@
+"Every verification strategy agrees with brute-force greedy decoding: ZEH, limiter and per-instance correctness."
+import dataclasses
+import pytest
+import torch
+from numcook.zeh import ZehConfig, zero_error_horizon, STRATEGIES, get_strategy
+from numcook.utils import NumcookError
+from zeh_helpers import controlled_model, scripted_family, expected_horizon
+
+torch.set_num_threads(1)  # tiny models: threads only add contention on a shared CPU
+EXACT = [s for s in sorted(STRATEGIES) if s != 'flashtree']  # flashtree is tested with its kernel
+
+
+def run(model, tok, fam, strategy, max_size, stop='horizon', bs=3):
+    "Summary and per-instance records of one run (records kept in memory)."
+    import tempfile, json
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as d:
+        cfg = ZehConfig(family=fam.name, strategy=strategy, max_size=max_size, stop=stop, batch_size=bs)
+        s = zero_error_horizon(model, tok, cfg, d, family=fam)
+        recs = [json.loads(l) for l in Path(d, 'results.jsonl').read_text().splitlines()]
+    assert len({r['id'] for r in recs}) == len(recs)
+    return s, {r['id']: r for r in recs}
+
+
+@pytest.fixture(scope='module')
+def models():
+    # seeds and biases chosen so that every multiplication answer up to size 5 ends within the budget
+    return {'llama': controlled_model('llama', seed=1, eos_bias=1.5, comma_bias=0.5),
+            'qwen2': controlled_model('qwen2', seed=0, eos_bias=1.0, comma_bias=0.5)}
+
+
+# Multiplication stream order: size 1 = [1:0], size 2 = [2:0 2:1 2:2], size 3 = [3:0 .. 3:4], size 4 = [4:0 .. 4:6].
+# With batch_size 3, look-ahead batches are [1:0 2:0 2:1] [2:2 3:0 3:1] [3:2 3:3 3:4] ...: size 2 is split across
+# two batches and '2:2' opens the second one; within-size batches of size 3 are [3:0 3:1 3:2] [3:3 3:4].
+SCENARIOS = {
+    'split_size_boundary': dict(plant={'2:2'}),                   # ZEH 1, error at the start of a batch
+    'within_size_boundary': dict(plant={'3:3', '4:1', '3:4'}),    # ZEH 2, limiter 3:3
+    'continues_past_gold': dict(past_gold={'3:0', '3:1', '3:2', '3:3', '3:4'}),  # model writes more than the gold
+    'clean': dict(),
+}
+
+
+@pytest.mark.parametrize('arch', ['llama', 'qwen2'])
+@pytest.mark.parametrize('scenario', list(SCENARIOS))
+def test_strategies_agree_with_oracle_on_multiplication(models, arch, scenario):
+    model, tok = models[arch]
+    fam, expected = scripted_family('multiplication', model, tok, 4, name=f'mul-{scenario}', **SCENARIOS[scenario])
+    zeh, limiter = expected_horizon(fam, expected, 4)
+    if scenario == 'split_size_boundary': assert (zeh, limiter) == (1, '2:2')
+    if scenario == 'within_size_boundary': assert (zeh, limiter) == (2, '3:3')
+    if scenario == 'continues_past_gold': assert zeh == 2  # some size-3 answer has >= 2 characters
+    ref = None
+    for strat in EXACT:
+        s, recs = run(model, tok, fam, strat, 4)
+        assert (s['zeh'], s['limiter'] and s['limiter']['id']) == (zeh, limiter), strat
+        for i, r in recs.items(): assert r['correct'] == expected[i], (strat, i, r)
+        if ref is None: ref = s
+        assert s['limiter'] == ref['limiter'], strat  # same limiter answer too
+        assert s['zeh_is_lower_bound'] == (limiter is None)
+
+
+@pytest.mark.parametrize('family,max_size,arch', [('multiplication', 4, 'llama'), ('parity', 3, 'qwen2'),
+                                                  ('parentheses', 3, 'llama'), ('chromatic', 3, 'qwen2')])
+def test_every_instance_matches_oracle_when_verifying_all(models, family, max_size, arch):
+    model, tok = models[arch]
+    fam, expected = scripted_family(family, model, tok, max_size, plant={'3:1'})
+    for strat in EXACT:
+        s, recs = run(model, tok, fam, strat, max_size, stop='all', bs=4)
+        assert set(recs) == set(expected), strat
+        assert {i: r['correct'] for i, r in recs.items()} == expected, strat
+        zeh, limiter = expected_horizon(fam, expected, max_size)
+        assert (s['zeh'], s['limiter']['id'], s['n_sizes_covered']) == (zeh, limiter, max_size), strat
+        assert zeh <= 2
+
+
+def test_integer_answers_fallback_and_past_gold(models):
+    "Real integer parsing: commas make teacher forcing fall back; a model that continues past the gold fails."
+    model, tok = models['qwen2']
+    fam, expected = scripted_family('multiplication', model, tok, 5, answer='integer', name='mul-int',
+                                    past_gold={'4:2', '5:0'})
+    for strat in EXACT:
+        s, recs = run(model, tok, fam, strat, 5, stop='all', bs=4)
+        assert {i: r['correct'] for i, r in recs.items()} == expected, strat
+        if strat.startswith('tf') or strat == 'trie':
+            assert any(r['how'].endswith('+fallback') for r in recs.values()), strat  # the ambiguous path ran
+            assert any(r['how'] in ('tf', 'trie') and r['correct'] for r in recs.values()), strat
+    for i in ('4:2', '5:0'):
+        if len(fam.instance(int(i[0]), int(i[2])).gold) >= 1: assert not expected[i]
+
+
+def test_unknown_names_and_missing_flashtree(models):
+    model, tok = models['llama']
+    with pytest.raises(NumcookError, match="Did you mean 'tf_la'"): get_strategy('tf_lla')
+    with pytest.raises(NumcookError, match='family'):
+        zero_error_horizon(model, tok, ZehConfig(family='parity2', max_size=2))
+    try:
+        import numcook.flashtree  # noqa: F401
+    except ImportError:
+        with pytest.raises(NumcookError, match='numcook.flashtree'):
+            zero_error_horizon(model, tok, ZehConfig(family='parity', strategy='flashtree', max_size=2))
