@@ -1,6 +1,6 @@
 """Training throughput (tokens/s) of numcook.train on CPU and, where a GPU is present, on GPU.
 
-    python scripts/bench_train.py                 # CPU: micro, tiny, 1.3M presets
+    python scripts/bench_train.py                 # CPU with 1 and 2 threads: micro, tiny, 1.3M presets
     python scripts/bench_train.py --sizes tiny,100M --steps 30
 
 Timings on a shared machine are noisy; compare the ratios printed within one run.
@@ -36,18 +36,22 @@ def main():
     p.add_argument('--steps', type=int, default=20, help='timed optimiser steps per size')
     p.add_argument('--batch-size', type=int, default=64, help='sequences per step')
     p.add_argument('--digits', type=int, default=8, help='digits per operand (sets the sequence length)')
+    p.add_argument('--threads', default='1,2', help='torch CPU thread counts to compare')
     a = p.parse_args()
     devices = ['cpu'] + (['cuda'] if torch.cuda.is_available() else [])
     rows = []
-    for dev in devices:
+    runs = [('cpu', int(t)) for t in a.threads.split(',')] + [('cuda', torch.get_num_threads())] * torch.cuda.is_available()
+    for dev, threads in runs:
+        torch.set_num_threads(threads)
         for size in a.sizes.split(','):
             if dev == 'cpu' and size in ('100M', '0.9B', '3B'): continue
             n, tps, sps = bench(size, dev, a.steps, a.batch_size, a.digits)
-            rows.append((dev, size, n, tps, sps))
-            print(f'{dev:5s} {size:6s} {n / 1e6:8.2f}M params  {tps:12.0f} tokens/s  {sps * 1000:8.1f} ms/step', flush=True)
+            dev_name = f'{dev}x{threads}' if dev == 'cpu' else dev
+            rows.append((dev_name, size, n, tps, sps))
+            print(f'{dev_name:6s} {size:6s} {n / 1e6:8.2f}M params  {tps:12.0f} tokens/s  {sps * 1000:8.1f} ms/step', flush=True)
     base = rows[0][3]
     print(f'\nthroughput relative to {rows[0][0]} {rows[0][1]}:')
-    for dev, size, n, tps, _ in rows: print(f'  {dev:5s} {size:6s} x{tps / base:.2f}')
+    for dev, size, n, tps, _ in rows: print(f'  {dev:6s} {size:6s} x{tps / base:.2f}')
 
 
 if __name__ == '__main__':
