@@ -22,9 +22,11 @@ $(STAMP): settings.ini setup.py
 	touch $@
 
 ## The test command: notebooks in sync and clean, every notebook's fast cells, then the pytest suite.
+## Notebook workers import triton once for several notebooks, so they run it in its CPU interpreter from the
+## start (the FlashTree notebook's kernel cells need that; tests/ starts its own interpreter processes).
 test: $(STAMP)
 	$(BIN)/python scripts/check_sync.py
-	$(BIN)/nbdev_test --n_workers 2 --timing
+	TRITON_INTERPRET=1 $(BIN)/nbdev_test --n_workers 2 --timing
 	$(BIN)/python -m pytest -q -n 2 tests
 
 check-sync: $(STAMP)
@@ -34,7 +36,7 @@ pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
 
 nbtest: $(STAMP)
-	$(BIN)/nbdev_test --n_workers 2 --timing
+	TRITON_INTERPRET=1 $(BIN)/nbdev_test --n_workers 2 --timing
 
 ## The main job: every papers_repro notebook on its embedded defaults, executed copies in $(RUNS)/<stamp>/.
 repro: $(STAMP)

@@ -26,7 +26,8 @@ def run(model, tok, fam, strategy, max_size, stop='horizon', bs=3):
 def models():
     # seeds and biases chosen so that every multiplication answer up to size 5 ends within the budget
     return {'llama': controlled_model('llama', seed=1, eos_bias=1.5, comma_bias=0.5),
-            'qwen2': controlled_model('qwen2', seed=0, eos_bias=1.0, comma_bias=0.5)}
+            'qwen2': controlled_model('qwen2', seed=0, eos_bias=1.0, comma_bias=0.5),
+            'qwen2-number': controlled_model('qwen2', seed=2, eos_bias=2.0, comma_bias=0.5, tokenizer='number')}
 
 
 # Multiplication stream order: size 1 = [1:0], size 2 = [2:0 2:1 2:2], size 3 = [3:0 .. 3:4], size 4 = [4:0 .. 4:6].
@@ -40,8 +41,8 @@ SCENARIOS = {
 }
 
 
-@pytest.mark.parametrize('arch', ['llama', 'qwen2'])
-@pytest.mark.parametrize('scenario', list(SCENARIOS))
+@pytest.mark.parametrize('arch,scenario', [('llama', s) for s in SCENARIOS] +
+                         [('qwen2', 'split_size_boundary'), ('qwen2', 'within_size_boundary')])
 def test_strategies_agree_with_oracle_on_multiplication(models, arch, scenario):
     model, tok = models[arch]
     fam, expected = scripted_family('multiplication', model, tok, 4, name=f'mul-{scenario}', **SCENARIOS[scenario])
@@ -60,7 +61,8 @@ def test_strategies_agree_with_oracle_on_multiplication(models, arch, scenario):
 
 
 @pytest.mark.parametrize('family,max_size,arch', [('multiplication', 4, 'llama'), ('parity', 3, 'qwen2'),
-                                                  ('parentheses', 3, 'llama'), ('chromatic', 3, 'qwen2')])
+                                                  ('parentheses', 3, 'llama'), ('chromatic', 3, 'qwen2'),
+                                                  ('multiplication', 3, 'qwen2-number')])
 def test_every_instance_matches_oracle_when_verifying_all(models, family, max_size, arch):
     model, tok = models[arch]
     fam, expected = scripted_family(family, model, tok, max_size, plant={'3:1'})
@@ -98,3 +100,13 @@ def test_unknown_names_and_missing_flashtree(models):
     except ImportError:
         with pytest.raises(NumcookError, match='numcook.flashtree'):
             zero_error_horizon(model, tok, ZehConfig(family='parity', strategy='flashtree', max_size=2))
+
+
+def test_flashtree_strategy_agrees_when_the_kernel_is_installed(models):
+    pytest.importorskip('numcook.flashtree')
+    model, tok = models['qwen2']
+    fam, expected = scripted_family('multiplication', model, tok, 4, name='mul-ft', plant={'2:2', '3:3'})
+    s, recs = run(model, tok, fam, 'flashtree', 4, stop='all', bs=3)
+    assert {i: r['correct'] for i, r in recs.items()} == expected
+    assert (s['zeh'], s['limiter']['id']) == (1, '2:2')
+    model.set_attn_implementation('sdpa')

@@ -98,3 +98,11 @@ def test_nupa_task_as_sampled_family(model_dir, tmp_path):
     assert a == b and len(a) == 12 and sa['sampled'] and sa['n_sizes_covered'] == 3
     assert (sa['zeh'], sa['limiter']) == (sb['zeh'], sb['limiter'])
     assert all(g == str(sum(map(int, r['problem']))) for r in read_jsonl(tmp_path / 'naive' / 'results.jsonl') for g in [r['gold']])
+
+
+def test_bfloat16_run(model_dir, tmp_path):
+    out = tmp_path / 'bf16'
+    assert main(['zeh', 'run', '--model', str(model_dir), '--family', 'parentheses', '--max-size', '2', '--stop', 'all',
+                 '--dtype', 'bf16', '--strategy', 'trie', '--device', 'cpu', '--out', str(out)]) == 0
+    s = json.loads((out / 'summary.json').read_text())
+    assert s['evaluated'] == 6 and s['timings']['invocations'][0]['dtype'] == 'bfloat16'

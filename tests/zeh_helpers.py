@@ -19,10 +19,14 @@ class BiasedLM(torch.nn.Module):
     def set_attn_implementation(self, impl): self.base.set_attn_implementation(impl)
 
 
-def controlled_model(arch='llama', seed=0, eos_bias=1.0, comma_bias=0.0):
-    "A tiny random Llama/Qwen2 restricted to answer characters, with tunable EOS and comma preferences."
-    tok = toy_chat_tokenizer()
-    base = toy_model(arch, seed=seed, init_range=0.5)
+def controlled_model(arch='llama', seed=0, eos_bias=1.0, comma_bias=0.0, tokenizer='bytes'):
+    """A tiny random Llama/Qwen2 restricted to answer characters, with tunable EOS and comma preferences.
+    `tokenizer`: 'bytes' (ChatML byte-level) or 'number' (numcook.tokenizers' one-digit tokenizer, its chat template)."""
+    if tokenizer == 'number':
+        from numcook.tokenizers import number_tokenizer
+        tok = number_tokenizer('one_digit', chat_template=True)
+    else: tok = toy_chat_tokenizer()
+    base = toy_model(arch, seed=seed, init_range=0.5, vocab_size=len(tok), eos_token_id=tok.eos_token_id)
     bias = torch.full((base.config.vocab_size,), -1e4)
     for c in ALLOWED: bias[tok.convert_tokens_to_ids(c if c != ' ' else 'Ġ')] = 0.0
     bias[tok.convert_tokens_to_ids(',')] = comma_bias
@@ -50,7 +54,7 @@ def scripted_family(base_name, model, tok, max_size, plant=(), past_gold=(), ans
     golds, expected = {}, {}
     for n in range(1, max_size + 1):
         for inst in base.instances(n):
-            gen, stopped = oracle_greedy(model, v.item(inst).prompt_ids, 12, v.stop_ids)
+            gen, stopped = oracle_greedy(model, v.item(inst).prompt_ids, 10, v.stop_ids)
             text = tok.decode(gen)
             g = text.strip() if answer == 'text' else (base.answer.parse(text) or '0')
             if inst.id in plant: g = (g[:-1] + ('1' if g[-1:] != '1' else '2')) if g else '7'

@@ -1,0 +1,150 @@
+import json, os, subprocess, sys
+from pathlib import Path
+import networkx as nx
+import pytest
+
+from numcook.gsm import make_problem, generate, cli, parse_context
+from numcook.gsm_graph import TokenCounter, to_networkx, is_acyclic
+from numcook.gsm_realistic import TEMPLATES
+from numcook.gsm_score import extract_answer, is_correct
+from numcook.utils import NumcookError, read_jsonl
+
+sys.path.insert(0, str(Path(__file__).parent))
+from gsm_oracle import solve_symbolic, solve_realistic
+
+COUNTER = TokenCounter()
+
+
+def check(p):
+    "The oracle, reading only text and question, agrees with the record; no cycle anywhere."
+    if p['subset'] == 'symbolic':
+        ans, ops, rev, defs = solve_symbolic(p['problem'], p['question'])
+    else:
+        ans, ops, rev, defs = solve_realistic(p['problem'], p['question'])
+    assert ans == p['answer'], (p['id'], ans, p['answer'])
+    assert ops == p['op'], (p['id'], ops, p['op'])
+    assert rev == (p['mode'] == 'reverse'), p['id']
+    g = nx.DiGraph([(x, t) for t, xs in defs.items() for x in xs])
+    assert nx.is_directed_acyclic_graph(g), p['id']           # no circular definition in the text
+    assert is_acyclic(p['graph']), p['id']                    # nor in the stored graph
+    assert p['solution'].rstrip().endswith(str(p['answer']) if p['subset'] != 'symbolic' else ', '.join(p['answer']))
+    # the model-facing check: the stated solution's answer line is read back correctly
+    assert is_correct(extract_answer(p['solution'], p['subset']), p['answer'])
+
+
+@pytest.mark.parametrize('subset,mode', [('symbolic', 'forward'), ('medium', 'forward'), ('medium', 'reverse'),
+                                         ('hard', 'forward'), ('hard', 'reverse')])
+def test_oracle_agrees_without_noise(subset, mode):
+    n = 0
+    templates = [None] if subset == 'symbolic' else list(TEMPLATES)
+    ops = [o for o in range(1, 13) for _ in range(36)] + [o for o in range(13, 41, 3) for _ in range(4)]
+    for i, op in enumerate(ops):
+        if op == 1 and mode == 'reverse': continue
+        p = make_problem(subset, op, mode, templates[i % len(templates)], 0, seed=7, index=i, counter=COUNTER)
+        assert p['op'] == op and p['n_noise_sentences'] == 0
+        check(p); n += 1
+    assert n >= 400
+
+
+@pytest.mark.parametrize('subset,mode', [('symbolic', 'forward'), ('medium', 'forward'), ('medium', 'reverse'),
+                                         ('hard', 'forward'), ('hard', 'reverse')])
+def test_oracle_agrees_with_spider_noise(subset, mode):
+    templates = [None] if subset == 'symbolic' else list(TEMPLATES)
+    for op in (2, 5, 9, 14, 20):
+        for i in range(6):
+            ctx = (800, 1500)[i % 2]   # above every core length seen at op 20 (max about 700)
+            p = make_problem(subset, op, mode, templates[i % len(templates)], ctx, seed=3, index=i, counter=COUNTER)
+            assert p['n_noise_sentences'] > 0 and p['length'] <= ctx
+            assert p['length'] == COUNTER(p['problem'] + '\n\n' + p['question'])
+            assert p['length'] > ctx - 60                       # filled up to the target
+            check(p)
+            roles = {r for _, _, r in p['graph']['nodes']}
+            assert 'noise' in roles
+            g = to_networkx(p['graph'])
+            noise = {n for n, d in g.nodes(data=True) if d['role'] == 'noise'}
+            # spider topology: noise hangs off the core, the core never depends on noise
+            assert not any(a in noise and b not in noise for a, b in g.edges)
+            assert any(a not in noise and b in noise for a, b in g.edges)
+
+
+def test_byte_identical_across_hash_seeds(tmp_path):
+    outs = []
+    for hs in ('1', '4242'):
+        f = tmp_path / f'out{hs}.jsonl'
+        code = ("from numcook.gsm import cli\n"
+                f"cli(['generate','--subset','hard','--ops','2-6','--per-op','4','--context','1k','--seed','5','--out',r'{f}'])\n"
+                f"cli(['generate','--subset','symbolic','--ops','2-9','--per-op','3','--context','600','--seed','5','--out',r'{f}.s'])\n"
+                f"cli(['generate','--subset','medium','--ops','2-9','--per-op','2','--seed','5','--out',r'{f}.m'])\n")
+        env = dict(os.environ, PYTHONHASHSEED=hs, NUMCOOK_PROGRESS='0')
+        subprocess.run([sys.executable, '-c', code], check=True, env=env, capture_output=True)
+        outs.append(b''.join(Path(str(f) + s).read_bytes() for s in ('', '.s', '.m')))
+    assert outs[0] == outs[1] and len(outs[0]) > 10000
+
+
+def test_seed_changes_output_and_records_are_complete():
+    a = make_problem('medium', 6, 'reverse', 'teachers-school-district', seed=0)
+    b = make_problem('medium', 6, 'reverse', 'teachers-school-district', seed=1)
+    assert a['problem'] != b['problem']
+    for k in ('id', 'subset', 'mode', 'template', 'op', 'problem', 'question', 'solution', 'answer', 'graph',
+              'target_length', 'length', 'seed'):
+        assert k in a
+    json.dumps(a)
+
+
+def test_no_real_world_names_and_units():
+    p = make_problem('hard', 12, 'forward', 'awards-movies-festival', 1024, seed=2)
+    for bad in ('Cannes', 'Sundance', 'Venice', 'Berlin', 'Oscar'):
+        assert bad not in p['problem']
+    # averages are only ever related to averages
+    for s in p['problem'].split('. '):
+        if s.startswith('The average'):
+            rhs = s.split(' is ', 1)[1]
+            assert 'number of' not in rhs or 'average number' in rhs
+
+
+def test_cli_generate_resume_and_errors(tmp_path, capsys):
+    f = tmp_path / 'g.jsonl'
+    assert cli(['generate', '--subset', 'symbolic', '--ops', '2-4', '--per-op', '3', '--out', str(f)]) == 0
+    first = f.read_bytes()
+    # simulate a killed run: torn last line, then resume
+    f.write_bytes(first[: len(first) - 40])
+    assert cli(['generate', '--subset', 'symbolic', '--ops', '2-4', '--per-op', '3', '--out', str(f)]) == 0
+    assert f.read_bytes() == first
+    assert (tmp_path / 'g.config.json').exists()
+    for argv, msg in [(['generate', '--subset', 'easy', '--out', str(f)], 'symbolic'),
+                      (['generate', '--subset', 'hard', '--ops', '30-2', '--out', str(f)], 'larger'),
+                      (['generate', '--subset', 'hard', '--context', '8 k', '--out', str(f)], '8k'),
+                      (['generate', '--subset', 'hard', '--mode', 'backward', '--out', str(f)], 'reverse'),
+                      (['generate', '--subset', 'hard', '--template', 'zoo', '--out', str(f)], 'children-animal-zoo'),
+                      (['generate', '--subset', 'symbolic', '--mode', 'reverse', '--out', str(f)], 'forward'),
+                      (['score', '--problems', str(tmp_path / 'none.jsonl'), '--replies', str(f)], 'does not exist')]:
+        with pytest.raises(NumcookError, match=msg): cli(argv)
+    r2 = subprocess.run([sys.executable, '-c', "from numcook.cli import main; import sys; sys.exit(main(['gsm','generate','--subset','hrad','--out','x']))"],
+                        capture_output=True, text=True)
+    assert r2.returncode == 2 and r2.stderr.count('\n') == 1 and 'hard' in r2.stderr and 'Traceback' not in r2.stderr
+    with pytest.raises(SystemExit): cli(['generate', '--help'])
+    assert '--context' in capsys.readouterr().out
+
+
+def test_cli_score(tmp_path, capsys):
+    f = tmp_path / 'p.jsonl'
+    cli(['generate', '--subset', 'medium', '--ops', '2-5', '--per-op', '4', '--out', str(f)])
+    probs = read_jsonl(f)
+    # replies: right for op <= 3, wrong above
+    with open(tmp_path / 'r.jsonl', 'w') as fh:
+        for p in probs:
+            fh.write(json.dumps({'id': p['id'], 'reply': f"Answer: {p['answer'] + (p['op'] > 3)}"}) + '\n')
+    out = tmp_path / 's.csv'
+    assert cli(['score', '--problems', str(f), '--replies', str(tmp_path / 'r.jsonl'), '--out', str(out)]) == 0
+    text = capsys.readouterr().out
+    assert 'averaged score' in text
+    import pandas as pd
+    acc = pd.read_csv(out)
+    assert list(acc.accuracy) == [1.0, 1.0, 0.0, 0.0]
+    auc = pd.read_csv(out.with_suffix('.auc.csv'))
+    assert auc.auc[0] == 200.0     # ops 2 and 3 at 100%, width 1 each, stop at op 4
+
+
+def test_context_parsing():
+    assert parse_context('32k') == 32768
+    with pytest.raises(NumcookError): parse_context('lots')

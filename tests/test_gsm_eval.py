@@ -1,0 +1,71 @@
+import json
+import pytest
+from numcook.gsm import cli, generate
+from numcook.gsm_score import evaluate_model, extract_answer, is_correct, gsm_prompt
+from numcook.utils import read_jsonl
+
+
+@pytest.fixture(scope='module')
+def tiny_lm(tmp_path_factory):
+    "A random-init GPT-2 with a tiny byte-level BPE tokenizer, saved and reloaded like any hub model."
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast, AutoTokenizer, AutoModelForCausalLM
+    d = tmp_path_factory.mktemp('tiny_lm')
+    texts = [gsm_prompt(p) for p in generate('medium', '2-3', 2)] + [gsm_prompt(p) for p in generate('symbolic', '2-3', 2)]
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=400, special_tokens=['<eos>'],
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token='<eos>')
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=1024, n_embd=32, n_layer=1, n_head=2))
+    tok.save_pretrained(d); model.save_pretrained(d)
+    tok2 = AutoTokenizer.from_pretrained(d)
+    assert tok2.decode(tok2('Answer: 12 lions.\n')['input_ids']) == 'Answer: 12 lions.\n'   # spaces survive the round trip
+    return d, tok2, AutoModelForCausalLM.from_pretrained(d)
+
+
+def test_evaluate_model_batched_and_resumable(tmp_path, tiny_lm):
+    d, tok, model = tiny_lm
+    probs = list(generate('medium', '2-3', 3, seed=1))
+    out = tmp_path / 'res.jsonl'
+    calls = []
+    orig = model.generate
+    def counting(**kw):
+        calls.append(kw['input_ids'].shape[0]); return orig(**kw)
+    model.generate = counting
+    first = evaluate_model(model, tok, probs[:4], out, batch_size=3, max_new_tokens=4)
+    assert calls == [3, 1] and len(first) == 4
+    # a killed writer leaves a torn line: the log repairs it and only missing problems are generated
+    data = out.read_bytes(); out.write_bytes(data[:-10])
+    calls.clear()
+    recs = evaluate_model(model, tok, probs, out, batch_size=3, max_new_tokens=4)
+    assert calls == [3] and len(recs) == 6
+    rows = read_jsonl(out)
+    assert sorted(r['id'] for r in rows) == sorted(p['id'] for p in probs)
+    for r in rows:
+        assert r['correct'] == is_correct(extract_answer(r['reply'], r['subset']), r['answer'])
+
+
+def test_cli_eval_and_score(tmp_path, tiny_lm, capsys):
+    d, _, _ = tiny_lm
+    f, res = tmp_path / 'p.jsonl', tmp_path / 'r.jsonl'
+    cli(['generate', '--subset', 'symbolic', '--ops', '2-3', '--per-op', '2', '--out', str(f)])
+    assert cli(['eval', '--model', str(d), '--problems', str(f), '--out', str(res), '--batch-size', '2',
+                '--max-new-tokens', '3']) == 0
+    assert len(read_jsonl(res)) == 4
+    assert cli(['score', '--problems', str(f), '--replies', str(res)]) == 0
+    assert 'averaged score' in capsys.readouterr().out
+
+
+def test_lengths_with_a_named_tokenizer(tmp_path, tiny_lm):
+    d, tok, _ = tiny_lm
+    f = tmp_path / 'p.jsonl'
+    assert cli(['generate', '--subset', 'hard', '--ops', '3', '--per-op', '2', '--context', '700',
+                '--tokenizer', str(d), '--out', str(f)]) == 0
+    for p in read_jsonl(f):
+        n = len(tok(p['problem'] + '\n\n' + p['question'], add_special_tokens=False)['input_ids'])
+        assert p['length'] == n and 600 < n <= 700 and p['tokenizer'] == str(d)
+    from numcook.utils import NumcookError
+    with pytest.raises(NumcookError, match='cannot load tokenizer'):
+        cli(['generate', '--subset', 'hard', '--tokenizer', str(tmp_path / 'nope'), '--out', str(f)])
