@@ -1,5 +1,4 @@
 "Value types of numcook.numbers against Python's exact Fraction and Decimal arithmetic."
-from decimal import Decimal, localcontext, ROUND_HALF_UP
 from fractions import Fraction as Q
 
 import pytest
@@ -7,33 +6,13 @@ from hypothesis import given, settings, strategies as st
 
 from numcook.numbers import (Float, Fraction, Integer, Scientific, format_decimal, format_scientific, number_length,
                              parse_number, representation_of, split_parts)
+from number_oracle import as_float as oracle_float_text, as_sci as oracle_sci_text
 
 FAST = settings(max_examples=150, deadline=None)
 
 
-def oracle_float_text(q: Q) -> str:
-    "Canonical float text of a finite decimal, via Decimal: trailing zeros dropped, one decimal digit kept."
-    with localcontext() as ctx:
-        ctx.prec = 2000
-        d = Decimal(q.numerator) / Decimal(q.denominator)
-    s = format(d, 'f')
-    if '.' not in s: return s + '.0'
-    s = s.rstrip('0')
-    return s + '0' if s.endswith('.') else s
 
 
-def oracle_sci_text(q: Q, sig=None) -> str:
-    with localcontext() as ctx:
-        ctx.prec = 2000
-        d = Decimal(q.numerator) / Decimal(q.denominator)
-        if sig is not None:
-            ctx.prec, ctx.rounding = sig, ROUND_HALF_UP
-            d = ctx.plus(d)
-    _, digits, exp = d.as_tuple()
-    ds = ''.join(map(str, digits))
-    e = exp + len(ds) - 1
-    ds = ds.rstrip('0') if sig is None else ds.ljust(sig, '0')
-    return ds[0] + '.' + (ds[1:] or '0') + f'e{e}'
 
 
 @FAST

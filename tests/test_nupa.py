@@ -2,7 +2,7 @@
 import math
 import subprocess
 import sys
-from decimal import Decimal, localcontext, ROUND_HALF_UP
+from decimal import Decimal
 from fractions import Fraction as Q
 
 import pytest
@@ -12,6 +12,7 @@ from numcook.numbers import PATTERNS, number_length
 from numcook.nupa import (A13_EXAMPLES, NUPA_41, TASKS, generate, generate_task, get_task, make_prompt, task_names,
                           to_dataframe)
 from numcook.utils import NumcookError
+from number_oracle import as_float, as_sci
 
 # ---------------------------------------------------------------- the oracle (independent of numcook.numbers)
 
@@ -27,27 +28,8 @@ def dec_places(q: Q) -> int:
     return k
 
 
-def as_float(q: Q) -> str:
-    with localcontext() as ctx:
-        ctx.prec = 3000
-        s = format(Decimal(q.numerator) / Decimal(q.denominator), 'f')
-    if '.' not in s: return s + '.0'
-    s = s.rstrip('0')
-    return s + '0' if s.endswith('.') else s
 
 
-def as_sci(q: Q, sig=None) -> str:
-    with localcontext() as ctx:
-        ctx.prec = 3000
-        d = Decimal(q.numerator) / Decimal(q.denominator)
-        if sig is not None:
-            ctx.prec, ctx.rounding = sig, ROUND_HALF_UP
-            d = ctx.plus(d)
-    _, digits, exp = d.as_tuple()
-    ds = ''.join(map(str, digits))
-    e = exp + len(ds) - 1
-    ds = ds.rstrip('0') if sig is None else ds.ljust(sig, '0')
-    return ds[0] + '.' + (ds[1:] or '0') + f'e{e}'
 
 
 def as_text(q: Q, rep: str) -> str:
