@@ -35,3 +35,11 @@ def test_out_dir_defaults_to_its_figures_folder(nb):
     params = pm.inspect_notebook(str(nb))
     assert "out_dir" in params, f"{nb.name} has no out_dir parameter"
     assert ast.literal_eval(params["out_dir"]["default"]) == f"../figures/{nb.stem}"
+
+
+def test_a_parameter_no_notebook_declares_is_an_error(tmp_path):
+    from numcook.repro import run_all
+    from numcook.utils import NumcookError
+    with pytest.raises(NumcookError, match="unknown parameter 'stepz'.*Did you mean 'steps'"):
+        run_all(tmp_path, only=["cookbook_fig4_tokenizers"], params={"stepz": 3}, root=NOTEBOOKS[0].parent)
+    assert not any(tmp_path.iterdir())  # nothing ran
