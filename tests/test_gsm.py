@@ -152,3 +152,15 @@ def test_cli_score(tmp_path, capsys):
 def test_context_parsing():
     assert parse_context('32k') == 32768
     with pytest.raises(NumcookError): parse_context('lots')
+
+
+def test_symbolic_blocks_are_prefix_stable():
+    "Symbolic problems come in blocks; any per_op gives the same first problems, and make_problem agrees with generate."
+    from numcook.gsm import sym_block_size
+    B = sym_block_size(0)
+    many = list(generate('symbolic', '4', per_op=B + 3, seed=9))
+    few = list(generate('symbolic', '4', per_op=5, seed=9))
+    assert many[:5] == few and len({p['id'] for p in many}) == B + 3
+    for i in (0, B - 1, B, B + 2):
+        assert make_problem('symbolic', 4, index=i, seed=9) == many[i]
+        check(many[i])

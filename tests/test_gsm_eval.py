@@ -3,6 +3,7 @@ import pytest
 from numcook.gsm import cli, generate
 from numcook.gsm_score import evaluate_model, extract_answer, is_correct, gsm_prompt
 from numcook.utils import read_jsonl
+from numcook.gsm_graph import is_acyclic
 
 
 @pytest.fixture(scope='module')
@@ -58,14 +59,19 @@ def test_cli_eval_and_score(tmp_path, tiny_lm, capsys):
     assert 'averaged score' in capsys.readouterr().out
 
 
-def test_lengths_with_a_named_tokenizer(tmp_path, tiny_lm):
+@pytest.mark.parametrize('subset', ['hard', 'symbolic'])
+def test_lengths_with_a_named_tokenizer(tmp_path, tiny_lm, subset):
     d, tok, _ = tiny_lm
     f = tmp_path / 'p.jsonl'
-    assert cli(['generate', '--subset', 'hard', '--ops', '3', '--per-op', '2', '--context', '700',
+    assert cli(['generate', '--subset', subset, '--ops', '3', '--per-op', '2', '--context', '700',
                 '--tokenizer', str(d), '--out', str(f)]) == 0
     for p in read_jsonl(f):
         n = len(tok(p['problem'] + '\n\n' + p['question'], add_special_tokens=False)['input_ids'])
         assert p['length'] == n and 600 < n <= 700 and p['tokenizer'] == str(d)
+        if subset == 'symbolic':          # one node per sentence; every noise edge ends at a kept noise node
+            nodes, edges = p['graph']['nodes'], p['graph']['edges']
+            assert len(nodes['name']) == p['n_core_sentences'] + p['n_noise_sentences'] == p['problem'].count('.')
+            assert max(edges['dst']) < len(nodes['name']) and is_acyclic(p['graph'])
     from numcook.utils import NumcookError
     with pytest.raises(NumcookError, match='cannot load tokenizer'):
         cli(['generate', '--subset', 'hard', '--tokenizer', str(tmp_path / 'nope'), '--out', str(f)])
