@@ -127,6 +127,9 @@ class _Builder:
         self.rnd = rs.random
         self.w = W_HARD if hard else W_MEDIUM + (1.0, 1.0)   # the action thresholds of this subset
         self.limit = n_ops if mode == "forward" else n_ops + 8
+        # Hard forward asks for a 3-entity query, and a count can only reach one through its children total
+        # (one operation more): counts with `n_ops` operations would be dead ends, so counts stop one below
+        self.climit = n_ops - 1 if hard and mode == 'forward' else self.limit
         self.values, self.meta, self.eqs, self.given, self.clo, self.has3 = [], [], [], [], [], []
         self.nops = []                     # operation count of each variable (the closure's bit count)
         self.eq_of = []                    # equation index defining each variable (-1: stated)
@@ -199,7 +202,8 @@ class _Builder:
     def explicit(self, meta, pool, lo, hi, x=None, ops=None):
         "Define a new variable explicitly from operands in `pool` (same unit); None if no choice fits."
         rs = self.rs
-        x = self.pick(pool, self.limit - 1) if x is None else x
+        limit = self.limit if meta[0] == 'C' else self.climit
+        x = self.pick(pool, limit - 1) if x is None else x
         if x is None: return None
         vx = self.values[x]
         # the operations in a uniformly random order: one of their precomputed orderings
@@ -214,7 +218,7 @@ class _Builder:
                 k = rs.randint(*(M_RANGE if op == 'mul' else K_RANGE))
                 xs = (x,)
                 val = vx + k if op == 'add' else vx - k if op == 'sub' else vx * k
-            if not (lo <= val <= hi) or self.cost(op, xs) > self.limit: continue
+            if not (lo <= val <= hi) or self.cost(op, xs) > limit: continue
             return self.add(meta, val, op, xs, k)
         return None
 
@@ -237,7 +241,7 @@ class _Builder:
             p = rs.choice(cand)
             xs = tuple(self.place_N[p])
             val = sum([self.values[x] for x in xs])
-            if self.cost('sum', xs) > self.limit or val > R_VMAX: return None
+            if self.cost('sum', xs) > self.climit or val > R_VMAX: return None
             self.close(p)
             return self.add(('A2', p, None), val, 'sum', xs)
         if r < w[3]:
@@ -269,6 +273,29 @@ class _Builder:
                 if pairs: return self.explicit(('C',) + self.rs.choice(sorted(pairs)), self.rates, 1, R_VMAX, x=u, ops=('add', 'sub', 'mul'))
             return None
         return self.finish_count(u)
+
+    def land(self):
+        "Hard forward: a children total with exactly `n_ops` operations, on a count whose kind has none yet; or None."
+        n, nops, C, rates = self.n_ops, self.nops, self.C, self.rates
+        by_ops = {}                                      # averages by operation count
+        for x in rates: by_ops.setdefault(nops[x], []).append(x)
+        cands = []
+        for pa, u in self.N.items():
+            # N * C has 1 + ops(N) + ops(C) operations (the two closures never share an equation: units never mix)
+            t = n - 1 - nops[u]                          # the operations its average must carry
+            if pa in self.A3 or t < 0: continue
+            c = C.get(pa)
+            if (t == 0 or t - 1 in by_ops) if c is None else nops[c] == t: cands.append(u)
+        self.rs.shuffle(cands)
+        for u in cands:
+            pa = self.meta[u][1:]
+            t = n - 1 - nops[u]
+            if t and pa not in C:    # an average with `t` operations first: k more/less/times one with `t - 1`
+                if self.explicit(('C',) + pa, rates, 1, R_VMAX // self.values[u], x=self.rs.choice(by_ops[t - 1]),
+                                 ops=('add', 'sub', 'mul')) is None: continue
+            v = self.product(u, c_given=True)
+            if v is not None: return v
+        return None
 
     def finish_count(self, u):
         "A new count `k more/less than` count `u` at a free place (one operation more than `u`)."
@@ -351,6 +378,17 @@ def _forward_solved(b):
     order = [e[0] for e in b.eqs]
     return Solved(order, list(b.eq_of), list(b.clo), [0] * len(b.values), order)
 
+_IDLE = 8   # Hard forward: this many fruitless builder steps in a row and the builder lands where it stands
+
+def _land(b, tries=3):
+    "Hard forward: a core from landing the builder on exactly `n_ops` operations, or None."
+    for _ in range(tries):
+        v = b.land()
+        if v is None or b.nops[v] != b.n_ops: return None
+        core = _finish(b, _forward_solved(b), b.given, v)
+        if core is not None: return core
+    return None
+
 def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:str='forward', max_tries:int=200) -> Core:
     "A Medium or Hard core with exactly `n_ops` operations in `mode` ('forward' or 'reverse')."
     tpl, hard = get_template(template), subset == 'hard'
@@ -361,10 +399,17 @@ def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:s
         places = rs.sample(range(len(PLACE_STEMS) // 2), n_places)   # the other half is kept for noise
         kinds = rs.sample(range(len(tpl.kinds)), n_kinds)
         b = _Builder(rs, tpl, hard, n_ops, mode, places, kinds)
-        top, rounds = 0, 0
+        top, rounds, idle = 0, 0, 0
+        land = hard and mode == 'forward'
         for step in range(8 * n_ops + 40):
             v = b.step()
-            if v is None: continue
+            if v is None:
+                idle += 1
+                if land and idle == _IDLE:              # stalled: land here rather than wander on
+                    core = _land(b)
+                    if core is not None: return core
+                continue
+            idle = 0
             if mode == 'forward':
                 o = b.nops[v]
                 if o == n_ops - 1 and b.meta[v][0] in ('N', 'C') and rs.random() < 0.7:
@@ -382,6 +427,9 @@ def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:s
                     if core is not None: return core
                 rounds += 1
                 if rounds == 3: break
+        if land:                                         # out of steps: one last landing before starting over
+            core = _land(b)
+            if core is not None: return core
     raise NumcookError(f'no {subset} {mode} problem with {n_ops} operations after {max_tries} attempts; try fewer --ops')
 
 # %% ../nbs/42_gsm_realistic.ipynb #bb471203
