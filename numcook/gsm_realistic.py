@@ -74,7 +74,7 @@ def var_phrase(tpl:Template, meta:tuple) -> str:
     pat = {'N': tpl.n_pat, 'C': tpl.c_pat, 'A3': tpl.a3_pat}[k]
     return pat.format(kind=kind, kinds=kind + 's', place=place)
 
-_PHRASES = {}   # (template, kind, place, kind index) -> phrase, shared by all problems
+_PHRASES = {}   # template name -> {(kind, place, kind index): phrase}, shared by all problems
 _PHRASE_TOKENS = {}   # phrase -> its approx_tokens
 _PIECE_TOKENS = {}   # pattern skeleton, place name or kind -> its approx_tokens
 
@@ -85,10 +85,11 @@ def _piece_tokens(piece):
 
 def cached_phrase(tpl:Template, meta:tuple) -> str:
     "`var_phrase`, formatted once per template and variable description and then looked up."
-    key = (tpl.name,) + meta
-    p = _PHRASES.get(key)
+    cache = _PHRASES.get(tpl.name)
+    if cache is None: cache = _PHRASES[tpl.name] = {}
+    p = cache.get(meta)
     if p is None:
-        p = _PHRASES[key] = var_phrase(tpl, meta)
+        p = cache[meta] = var_phrase(tpl, meta)
         # its token count from its pieces: the placeholders are whole words, so counts add up
         k, pl, a = meta
         pat = {'N': tpl.n_pat, 'C': tpl.c_pat, 'A2': tpl.a2_pat, 'A3': tpl.a3_pat}[k]
@@ -97,6 +98,11 @@ def cached_phrase(tpl:Template, meta:tuple) -> str:
         if k != 'A2': t += _piece_tokens(tpl.kinds[a] + ('' if k == 'C' else 's'))
         _PHRASE_TOKENS[p] = t
     return p
+
+def _phrases(tpl, metas):
+    "`cached_phrase` of every description in `metas`: one dictionary lookup each, once cached."
+    get = _PHRASES.get(tpl.name, {}).get
+    return [get(m) or cached_phrase(tpl, m) for m in metas]
 
 def phrase_tokens(phrase:str) -> int:
     "`approx_tokens` of a noun phrase, looked up for every phrase `cached_phrase` made (counted otherwise)."
@@ -329,8 +335,10 @@ def _mentions_ok(b, stated, explicit, q):
 def _finish(b, solved, given, q):
     need, stated, explicit = _closure_text(b, solved, given, q)
     if not _mentions_ok(b, stated, explicit, q): return None
-    if b.hard and not any(b.meta[v][0] in ('C', 'A3') for j in need for v in (b.eqs[j][0], *b.eqs[j][2])): return None
-    names = [cached_phrase(b.tpl, m) for m in b.meta]
+    # Hard: a 3-entity variable on the solution path (the query itself, or one its equations mention)
+    if b.hard and b.meta[q][0] not in ('C', 'A3') and not any(
+            b.meta[v][0] in ('C', 'A3') for j in need for v in (b.eqs[j][0], *b.eqs[j][2])): return None
+    names = _phrases(b.tpl, b.meta)
     return Core(names, list(b.values), list(b.eqs), list(given), list(b.meta), q, solved, need, stated, explicit)
 
 def _try_reverse(b):
