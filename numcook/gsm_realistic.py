@@ -413,9 +413,10 @@ def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:s
             v = b.step()
             if v is None:
                 idle += 1
-                if land and idle == _IDLE:              # stalled: land here rather than wander on
+                if land and idle == _IDLE:              # stalled: land here, or start over
                     core = _land(b)
                     if core is not None: return core
+                    break
                 continue
             idle = 0
             if mode == 'forward':
@@ -435,7 +436,7 @@ def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:s
                     if core is not None: return core
                 rounds += 1
                 if rounds == 3: break
-        if land:                                         # out of steps: one last landing before starting over
+        if land and idle < _IDLE:                        # out of steps (not stalled): land before starting over
             core = _land(b)
             if core is not None: return core
     raise NumcookError(f'no {subset} {mode} problem with {n_ops} operations after {max_tries} attempts; try fewer --ops')
