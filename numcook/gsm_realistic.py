@@ -136,7 +136,7 @@ class _Builder:
         # Hard forward asks for a 3-entity query, and a count can only reach one through its children total
         # (one operation more): counts with `n_ops` operations would be dead ends, so counts stop one below
         self.climit = n_ops - 1 if hard and mode == 'forward' else self.limit
-        self.values, self.meta, self.eqs, self.given, self.clo, self.has3 = [], [], [], [], [], []
+        self.values, self.meta, self.eqs, self.given, self.clo = [], [], [], [], []
         self.nops = []                     # operation count of each variable (the closure's bit count)
         self.eq_of = []                    # equation index defining each variable (-1: stated)
         self.nbits = 0
@@ -154,15 +154,12 @@ class _Builder:
         kind = meta[0]
         if op is None:
             self.given.append(True); self.eq_of.append(-1); self.clo.append(0); self.nops.append(0)
-            self.has3.append(kind == 'C' or kind == 'A3')
         else:
             c = len(xs) - 1 if op == 'sum' else 1          # eq_cost, inlined
             bits = ((1 << c) - 1) << self.nbits; self.nbits += c
-            clo, has3 = self.clo, self.has3
-            h = kind == 'C' or kind == 'A3'
-            for x in xs: bits |= clo[x]; h = h or has3[x]
+            clo = self.clo
+            for x in xs: bits |= clo[x]
             self.given.append(False); self.eq_of.append(len(self.eqs)); clo.append(bits); self.nops.append(bits.bit_count())
-            has3.append(h)
             self.eqs.append((v, op, xs, k))
         if kind == 'N':
             self.N[meta[1:]] = v; self.counts.append(v); self.n_list.append(v); self.place_N[meta[1]].append(v)
@@ -425,7 +422,8 @@ def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:s
                     v = b.finish(v)
                     if v is None: continue
                     o = b.nops[v]
-                if o == n_ops and not b.given[v] and (not hard or b.has3[v]):
+                # (forward: a 3-entity quantity is built from 3-entity ones, a count from counts)
+                if o == n_ops and not b.given[v] and (not hard or b.meta[v][0] in ('C', 'A3')):
                     core = _finish(b, _forward_solved(b), b.given, v)
                     if core is not None: return core
                 continue
