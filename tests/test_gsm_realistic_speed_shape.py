@@ -6,7 +6,7 @@ import re, sys
 from pathlib import Path
 
 from numcook.gsm import make_problem
-from numcook.gsm_graph import TokenCounter
+from numcook.gsm_graph import TokenCounter, to_networkx
 from numcook.gsm_realistic import TEMPLATES
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -41,6 +41,7 @@ def test_hard_forward_exact_op_and_ranges():
                 if m:
                     lo, hi = CONST[m.group(2)]
                     assert lo <= int(m.group(1)) <= hi, (p['id'], s)
-            assert all(VALUES[0] <= v <= VALUES[1] for _, v, _ in p['graph']['nodes']), p['id']
+            g = to_networkx(p['graph'])
+            assert all(VALUES[0] <= d['value'] <= VALUES[1] for _, d in g.nodes(data=True)), p['id']
             n += 1
     assert n == 120 and 'A3' in kinds
