@@ -26,6 +26,8 @@ def check(p):
     assert rev == (p['mode'] == 'reverse'), p['id']
     g = nx.DiGraph([(x, t) for t, xs in defs.items() for x in xs])
     assert nx.is_directed_acyclic_graph(g), p['id']           # no circular definition in the text
+    if p['subset'] == 'symbolic':                             # the stored graph is the text's definitions, needed or not
+        assert set(to_networkx(p['graph']).edges) == set(g.edges), p['id']
     assert is_acyclic(p['graph']), p['id']                    # nor in the stored graph
     assert p['solution'].rstrip().endswith(str(p['answer']) if p['subset'] != 'symbolic' else ', '.join(p['answer']))
     # the model-facing check: the stated solution's answer line is read back correctly
@@ -58,8 +60,10 @@ def test_oracle_agrees_with_spider_noise(subset, mode):
             assert p['length'] == COUNTER(p['problem'] + '\n\n' + p['question'])
             assert p['length'] > ctx - 60                       # filled up to the target
             check(p)
-            roles = {r for _, _, r in p['graph']['nodes']}
-            assert 'noise' in roles
+            nodes, edges = p['graph']['nodes'], p['graph']['edges']
+            assert len(nodes['name']) == len(nodes['value']) == len(nodes['role']) == len(set(nodes['name']))
+            assert len(edges['src']) == len(edges['dst']) == len(edges['op'])
+            assert 'noise' in nodes['role']
             g = to_networkx(p['graph'])
             noise = {n for n, d in g.nodes(data=True) if d['role'] == 'noise'}
             # spider topology: noise hangs off the core, the core never depends on noise
