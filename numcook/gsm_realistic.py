@@ -74,7 +74,7 @@ def var_phrase(tpl:Template, meta:tuple) -> str:
     pat = {'N': tpl.n_pat, 'C': tpl.c_pat, 'A3': tpl.a3_pat}[k]
     return pat.format(kind=kind, kinds=kind + 's', place=place)
 
-_PHRASES = {}   # (template, kind, place, kind index) -> phrase, shared by all problems
+_PHRASES = {}   # template name -> {(kind, place, kind index): phrase}, shared by all problems
 _PHRASE_TOKENS = {}   # phrase -> its approx_tokens
 _PIECE_TOKENS = {}   # pattern skeleton, place name or kind -> its approx_tokens
 
@@ -85,10 +85,11 @@ def _piece_tokens(piece):
 
 def cached_phrase(tpl:Template, meta:tuple) -> str:
     "`var_phrase`, formatted once per template and variable description and then looked up."
-    key = (tpl.name,) + meta
-    p = _PHRASES.get(key)
+    cache = _PHRASES.get(tpl.name)
+    if cache is None: cache = _PHRASES[tpl.name] = {}
+    p = cache.get(meta)
     if p is None:
-        p = _PHRASES[key] = var_phrase(tpl, meta)
+        p = cache[meta] = var_phrase(tpl, meta)
         # its token count from its pieces: the placeholders are whole words, so counts add up
         k, pl, a = meta
         pat = {'N': tpl.n_pat, 'C': tpl.c_pat, 'A2': tpl.a2_pat, 'A3': tpl.a3_pat}[k]
@@ -97,6 +98,11 @@ def cached_phrase(tpl:Template, meta:tuple) -> str:
         if k != 'A2': t += _piece_tokens(tpl.kinds[a] + ('' if k == 'C' else 's'))
         _PHRASE_TOKENS[p] = t
     return p
+
+def _phrases(tpl, metas):
+    "`cached_phrase` of every description in `metas`: one dictionary lookup each, once cached."
+    get = _PHRASES.get(tpl.name, {}).get
+    return [get(m) or cached_phrase(tpl, m) for m in metas]
 
 def phrase_tokens(phrase:str) -> int:
     "`approx_tokens` of a noun phrase, looked up for every phrase `cached_phrase` made (counted otherwise)."
@@ -127,7 +133,10 @@ class _Builder:
         self.rnd = rs.random
         self.w = W_HARD if hard else W_MEDIUM + (1.0, 1.0)   # the action thresholds of this subset
         self.limit = n_ops if mode == "forward" else n_ops + 8
-        self.values, self.meta, self.eqs, self.given, self.clo, self.has3 = [], [], [], [], [], []
+        # Hard forward asks for a 3-entity query, and a count can only reach one through its children total
+        # (one operation more): counts with `n_ops` operations would be dead ends, so counts stop one below
+        self.climit = n_ops - 1 if hard and mode == 'forward' else self.limit
+        self.values, self.meta, self.eqs, self.given, self.clo = [], [], [], [], []
         self.nops = []                     # operation count of each variable (the closure's bit count)
         self.eq_of = []                    # equation index defining each variable (-1: stated)
         self.nbits = 0
@@ -145,15 +154,12 @@ class _Builder:
         kind = meta[0]
         if op is None:
             self.given.append(True); self.eq_of.append(-1); self.clo.append(0); self.nops.append(0)
-            self.has3.append(kind == 'C' or kind == 'A3')
         else:
             c = len(xs) - 1 if op == 'sum' else 1          # eq_cost, inlined
             bits = ((1 << c) - 1) << self.nbits; self.nbits += c
-            clo, has3 = self.clo, self.has3
-            h = kind == 'C' or kind == 'A3'
-            for x in xs: bits |= clo[x]; h = h or has3[x]
+            clo = self.clo
+            for x in xs: bits |= clo[x]
             self.given.append(False); self.eq_of.append(len(self.eqs)); clo.append(bits); self.nops.append(bits.bit_count())
-            has3.append(h)
             self.eqs.append((v, op, xs, k))
         if kind == 'N':
             self.N[meta[1:]] = v; self.counts.append(v); self.n_list.append(v); self.place_N[meta[1]].append(v)
@@ -199,7 +205,8 @@ class _Builder:
     def explicit(self, meta, pool, lo, hi, x=None, ops=None):
         "Define a new variable explicitly from operands in `pool` (same unit); None if no choice fits."
         rs = self.rs
-        x = self.pick(pool, self.limit - 1) if x is None else x
+        limit = self.limit if meta[0] == 'C' else self.climit
+        x = self.pick(pool, limit - 1) if x is None else x
         if x is None: return None
         vx = self.values[x]
         # the operations in a uniformly random order: one of their precomputed orderings
@@ -214,7 +221,7 @@ class _Builder:
                 k = rs.randint(*(M_RANGE if op == 'mul' else K_RANGE))
                 xs = (x,)
                 val = vx + k if op == 'add' else vx - k if op == 'sub' else vx * k
-            if not (lo <= val <= hi) or self.cost(op, xs) > self.limit: continue
+            if not (lo <= val <= hi) or self.cost(op, xs) > limit: continue
             return self.add(meta, val, op, xs, k)
         return None
 
@@ -237,7 +244,7 @@ class _Builder:
             p = rs.choice(cand)
             xs = tuple(self.place_N[p])
             val = sum([self.values[x] for x in xs])
-            if self.cost('sum', xs) > self.limit or val > R_VMAX: return None
+            if self.cost('sum', xs) > self.climit or val > R_VMAX: return None
             self.close(p)
             return self.add(('A2', p, None), val, 'sum', xs)
         if r < w[3]:
@@ -269,6 +276,29 @@ class _Builder:
                 if pairs: return self.explicit(('C',) + self.rs.choice(sorted(pairs)), self.rates, 1, R_VMAX, x=u, ops=('add', 'sub', 'mul'))
             return None
         return self.finish_count(u)
+
+    def land(self):
+        "Hard forward: a children total with exactly `n_ops` operations, on a count whose kind has none yet; or None."
+        n, nops, C, rates = self.n_ops, self.nops, self.C, self.rates
+        by_ops = {}                                      # averages by operation count
+        for x in rates: by_ops.setdefault(nops[x], []).append(x)
+        cands = []
+        for pa, u in self.N.items():
+            # N * C has 1 + ops(N) + ops(C) operations (the two closures never share an equation: units never mix)
+            t = n - 1 - nops[u]                          # the operations its average must carry
+            if pa in self.A3 or t < 0: continue
+            c = C.get(pa)
+            if (t == 0 or t - 1 in by_ops) if c is None else nops[c] == t: cands.append(u)
+        self.rs.shuffle(cands)
+        for u in cands:
+            pa = self.meta[u][1:]
+            t = n - 1 - nops[u]
+            if t and pa not in C:    # an average with `t` operations first: k more/less/times one with `t - 1`
+                if self.explicit(('C',) + pa, rates, 1, R_VMAX // self.values[u], x=self.rs.choice(by_ops[t - 1]),
+                                 ops=('add', 'sub', 'mul')) is None: continue
+            v = self.product(u, c_given=True)
+            if v is not None: return v
+        return None
 
     def finish_count(self, u):
         "A new count `k more/less than` count `u` at a free place (one operation more than `u`)."
@@ -302,8 +332,10 @@ def _mentions_ok(b, stated, explicit, q):
 def _finish(b, solved, given, q):
     need, stated, explicit = _closure_text(b, solved, given, q)
     if not _mentions_ok(b, stated, explicit, q): return None
-    if b.hard and not any(b.meta[v][0] in ('C', 'A3') for j in need for v in (b.eqs[j][0], *b.eqs[j][2])): return None
-    names = [cached_phrase(b.tpl, m) for m in b.meta]
+    # Hard: a 3-entity variable on the solution path (the query itself, or one its equations mention)
+    if b.hard and b.meta[q][0] not in ('C', 'A3') and not any(
+            b.meta[v][0] in ('C', 'A3') for j in need for v in (b.eqs[j][0], *b.eqs[j][2])): return None
+    names = _phrases(b.tpl, b.meta)
     return Core(names, list(b.values), list(b.eqs), list(given), list(b.meta), q, solved, need, stated, explicit)
 
 def _try_reverse(b):
@@ -351,6 +383,17 @@ def _forward_solved(b):
     order = [e[0] for e in b.eqs]
     return Solved(order, list(b.eq_of), list(b.clo), [0] * len(b.values), order)
 
+_IDLE = 8   # Hard forward: this many fruitless builder steps in a row and the builder lands where it stands
+
+def _land(b, tries=3):
+    "Hard forward: a core from landing the builder on exactly `n_ops` operations, or None."
+    for _ in range(tries):
+        v = b.land()
+        if v is None or b.nops[v] != b.n_ops: return None
+        core = _finish(b, _forward_solved(b), b.given, v)
+        if core is not None: return core
+    return None
+
 def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:str='forward', max_tries:int=200) -> Core:
     "A Medium or Hard core with exactly `n_ops` operations in `mode` ('forward' or 'reverse')."
     tpl, hard = get_template(template), subset == 'hard'
@@ -361,17 +404,26 @@ def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:s
         places = rs.sample(range(len(PLACE_STEMS) // 2), n_places)   # the other half is kept for noise
         kinds = rs.sample(range(len(tpl.kinds)), n_kinds)
         b = _Builder(rs, tpl, hard, n_ops, mode, places, kinds)
-        top, rounds = 0, 0
+        top, rounds, idle = 0, 0, 0
+        land = hard and mode == 'forward'
         for step in range(8 * n_ops + 40):
             v = b.step()
-            if v is None: continue
+            if v is None:
+                idle += 1
+                if land and idle == _IDLE:              # stalled: land here, or start over
+                    core = _land(b)
+                    if core is not None: return core
+                    break
+                continue
+            idle = 0
             if mode == 'forward':
                 o = b.nops[v]
                 if o == n_ops - 1 and b.meta[v][0] in ('N', 'C') and rs.random() < 0.7:
                     v = b.finish(v)
                     if v is None: continue
                     o = b.nops[v]
-                if o == n_ops and not b.given[v] and (not hard or b.has3[v]):
+                # (forward: a 3-entity quantity is built from 3-entity ones, a count from counts)
+                if o == n_ops and not b.given[v] and (not hard or b.meta[v][0] in ('C', 'A3')):
                     core = _finish(b, _forward_solved(b), b.given, v)
                     if core is not None: return core
                 continue
@@ -382,6 +434,9 @@ def realistic_core(rs:random.Random, subset:str, template:str, n_ops:int, mode:s
                     if core is not None: return core
                 rounds += 1
                 if rounds == 3: break
+        if land and idle < _IDLE:                        # out of steps (not stalled): land before starting over
+            core = _land(b)
+            if core is not None: return core
     raise NumcookError(f'no {subset} {mode} problem with {n_ops} operations after {max_tries} attempts; try fewer --ops')
 
 # %% ../nbs/42_gsm_realistic.ipynb #bb471203
