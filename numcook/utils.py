@@ -144,13 +144,14 @@ def write_jsonl(records:Iterable[dict], path:str|Path) -> Path:
 # %% ../nbs/00_utils.ipynb #de27aa57
 class JsonlLog:
     "An append-only JSON Lines file that resumes after a crash without losing or duplicating records."
-    def __init__(self, path:str|Path, key:Callable[[dict], Any]|str='id', fsync:bool=False):
+    def __init__(self, path:str|Path, key:Callable[[dict], Any]|str='id', fsync:bool=False, keep_records:bool=True):
         self.path, self.fsync = Path(path), fsync
         self.key = (lambda r: r[key]) if isinstance(key, str) else key
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._repair()
-        self.records = read_jsonl(self.path)
-        self.done = {self._k(r) for r in self.records}
+        records = read_jsonl(self.path)
+        self.done = {self._k(r) for r in records}
+        self.records = records if keep_records else None   # None: only the keys are held (for very large files)
         self._f = self.path.open('a', encoding='utf-8', newline='\n')
 
     def _k(self, r): k = self.key(r); return tuple(k) if isinstance(k, list) else k
@@ -169,10 +170,23 @@ class JsonlLog:
         "Append `record` unless its key is already present; flushed to the OS at once."
         k = self._k(record)
         if k in self.done: return False
-        self._f.write(json.dumps(record, ensure_ascii=False) + '\n'); self._f.flush()
-        if self.fsync: os.fsync(self._f.fileno())
-        self.done.add(k); self.records.append(record)
+        self._write(json.dumps(record, ensure_ascii=False))
+        self.done.add(k)
+        if self.records is not None: self.records.append(record)
         return True
+
+    def append_line(self, key, line:str) -> bool:
+        "Append a record already serialized as one JSON line (no newline) under `key`, unless the key is present."
+        k = tuple(key) if isinstance(key, list) else key
+        if k in self.done: return False
+        self._write(line)
+        self.done.add(k)
+        if self.records is not None: self.records.append(json.loads(line))
+        return True
+
+    def _write(self, line:str):
+        self._f.write(line + '\n'); self._f.flush()
+        if self.fsync: os.fsync(self._f.fileno())
 
     def close(self): self._f.close()
     def __enter__(self): return self

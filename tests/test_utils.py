@@ -36,3 +36,15 @@ def test_jsonl_log_survives_sigkill(tmp_path):
             log.append({"id": i, "payload": "x" * 500})
     ids = [r["id"] for r in read_jsonl(path, strict=True)]
     assert ids == list(range(1000))
+
+
+def test_jsonl_log_appends_serialized_lines_and_can_hold_only_keys(tmp_path):
+    p = tmp_path / 'lines.jsonl'
+    with JsonlLog(p) as log:
+        assert log.append_line('a', json.dumps({'id': 'a', 'x': 1}))
+        assert not log.append_line('a', json.dumps({'id': 'a', 'x': 2}))     # a key is written once
+        assert log.append({'id': 'b', 'x': 3}) and log.records == [{'id': 'a', 'x': 1}, {'id': 'b', 'x': 3}]
+    with JsonlLog(p, keep_records=False) as log:
+        assert log.records is None and 'a' in log and len(log) == 2
+        assert log.append_line('c', '{"id": "c"}') and not log.append({'id': 'b'})
+    assert [r['id'] for r in read_jsonl(p)] == ['a', 'b', 'c']
