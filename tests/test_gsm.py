@@ -164,3 +164,19 @@ def test_symbolic_blocks_are_prefix_stable():
     for i in (0, B - 1, B, B + 2):
         assert make_problem('symbolic', 4, index=i, seed=9) == many[i]
         check(many[i])
+
+
+def test_workers_do_not_change_the_output(tmp_path):
+    "Two processes write the same bytes as one, and a resumed file is completed without duplicates."
+    outs = []
+    for w in ('1', '2'):
+        f = tmp_path / f'w{w}.jsonl'
+        assert cli(['generate', '--subset', 'medium', '--ops', '2-4', '--per-op', '20', '--context', '500',
+                    '--workers', w, '--out', str(f)]) == 0
+        outs.append(f.read_bytes())
+    assert outs[0] == outs[1] and outs[0].count(b'\n') == 60
+    f = tmp_path / 'part.jsonl'
+    f.write_bytes(b''.join(outs[0].splitlines(keepends=True)[:25]))          # an interrupted run
+    assert cli(['generate', '--subset', 'medium', '--ops', '2-4', '--per-op', '20', '--context', '500',
+                '--workers', '2', '--out', str(f)]) == 0
+    assert f.read_bytes() == outs[0]
