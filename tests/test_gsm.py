@@ -180,3 +180,10 @@ def test_workers_do_not_change_the_output(tmp_path):
     assert cli(['generate', '--subset', 'medium', '--ops', '2-4', '--per-op', '20', '--context', '500',
                 '--workers', '2', '--out', str(f)]) == 0
     assert f.read_bytes() == outs[0]
+
+
+def test_symbolic_with_noise_in_a_fresh_process():
+    "The name tables grow on demand: a first problem with noise (large ids at once) works in a new interpreter."
+    code = "from numcook.gsm import make_problem; p = make_problem('symbolic', 2, context=30000); print(p['length'])"
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+    assert out.returncode == 0 and 29000 < int(out.stdout) <= 30000, out.stderr[-500:]
