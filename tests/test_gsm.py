@@ -187,3 +187,15 @@ def test_symbolic_with_noise_in_a_fresh_process():
     code = "from numcook.gsm import make_problem; p = make_problem('symbolic', 2, context=30000); print(p['length'])"
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
     assert out.returncode == 0 and 29000 < int(out.stdout) <= 30000, out.stderr[-500:]
+
+
+@pytest.mark.parametrize('subset', ['symbolic', 'medium', 'hard'])
+def test_oracle_agrees_on_thousands_through_generate(subset):
+    "The acceptance run: thousands of problems per subset and mode, with and without noise, through the public API."
+    if subset == 'symbolic': runs = [('forward', '0', '1-40', 128), ('forward', '2000', '2-30', 64)]
+    else: runs = [(m, c, '2-30', 60 if c == '0' else 8) for m in ('forward', 'reverse') for c in ('0', '1500')]
+    n = {}
+    for mode, ctx, ops, per in runs:
+        for p in generate(subset, ops, per, ctx, seed=11, mode=mode):
+            check(p); n[mode] = n.get(mode, 0) + 1
+    assert min(n.values()) >= 1900, n
