@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from .trie import build_trie
 from .utils import NumcookError
 
 # %% auto #0
@@ -34,30 +35,9 @@ class TreeBatch:
 
 # %% ../nbs/25_flashtree.ipynb #c9cd0f81
 def build_tree(seqs) -> TreeBatch:
-    "Merge token sequences (lists of ints) into a `TreeBatch`; children keep their first-insertion order."
-    root = {}
-    for s in seqs:
-        node = root
-        for t in s: node = node.setdefault(int(t), {})
-    tokens, depth, end, index = [], [], [], {}
-    stack = [(iter(root.items()), ())]  # iterative DFS: deep chains do not hit the recursion limit
-    open_nodes = []
-    while stack:
-        it, prefix = stack[-1]
-        nxt = next(it, None)
-        if nxt is None:
-            stack.pop()
-            if open_nodes and prefix: end[open_nodes.pop()] = len(tokens)
-            continue
-        tok, children = nxt
-        path = prefix + (tok,)
-        index[path] = len(tokens)
-        open_nodes.append(len(tokens))
-        tokens.append(tok); depth.append(len(path) - 1); end.append(-1)
-        stack.append((iter(children.items()), path))
-    nodes = [[index[tuple(int(t) for t in s[:k + 1])] for k in range(len(s))] for s in seqs]
-    return TreeBatch(torch.tensor(tokens, dtype=torch.long), torch.tensor(depth, dtype=torch.long),
-                     torch.tensor(end, dtype=torch.int32), nodes)
+    "Merge token sequences (lists of ints) into a `TreeBatch` (the `numcook.trie` layout, as tensors)."
+    t = build_trie(seqs)
+    return TreeBatch(torch.tensor(t.tokens, dtype=torch.long), torch.tensor(t.depth, dtype=torch.long), t.end_tensor(), t.paths)
 
 # %% ../nbs/25_flashtree.ipynb #2cc8df0a
 def _as_batch(end:torch.Tensor) -> torch.Tensor:
