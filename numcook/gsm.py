@@ -114,12 +114,6 @@ def _sym_chunk(context:int) -> int:
     "Problems of a block whose noise, texts and graphs are made together: fewer as the context grows (64 at 8k, 16 at 32k)."
     return 512 if not context else int(min(256, max(4, 2 ** 19 // context)))
 
-def _split(lex, atoms:np.ndarray, counts:np.ndarray) -> list[str]:
-    "The texts of consecutive groups of `counts` rows of `atoms` ([rows, width] atom ids): one gather, one join each."
-    pieces = lex.strs[atoms.ravel()].tolist()
-    cut = (np.concatenate([[0], np.cumsum(counts)]) * atoms.shape[1]).tolist()
-    return [''.join(pieces[a:e]) for a, e in zip(cut[:-1], cut[1:])]
-
 def symbolic_block(op:int, context:int=0, seed:int=0, block:int=0, counter:TokenCounter|None=None) -> list[dict]:
     "The records of Symbolic block `block` (problems `block * B` to `block * B + B - 1`) at `op` and `context`."
     paused = gc.isenabled(); gc.disable()                 # (as in make_problem: records are many acyclic objects)
@@ -143,16 +137,16 @@ def _symbolic_chunk(blk, op, context, seed, first, gen, counter):
     sent = block_sentence_atoms(blk)
     core_rows = sent[valid]                                      # grouped by problem, in variable order
     if counter.tok is None: base = np.where(valid, SYM_LEX.tokens(sent), 0).sum(axis=1) + qtok
-    else: base = np.array([counter(t[:-1] + '\n\n' + q) for t, q in zip(_split(SYM_LEX, core_rows, n), questions)])
+    else: base = np.array([counter(t[:-1] + '\n\n' + q) for t, q in zip(SYM_LEX.render_groups(core_rows, n), questions)])
     nz = symbolic_block_noise(blk, (context - base) if context else np.zeros(B, np.int64), gen, counter)
     m = np.diff(nz.start)
     # one shuffle for the whole block: a random permutation of all rows, then a stable (radix) sort by problem
     rows = np.concatenate([core_rows, nz.rows])
     perm = gen.permutation(len(rows))
     order = perm[np.argsort(np.concatenate([np.repeat(np.arange(B, dtype=np.int16), n), np.repeat(np.arange(B, dtype=np.int16), m)])[perm], kind='stable')]
-    texts = [t[:-1] for t in _split(SYM_LEX, rows[order], n + m)]
+    texts = [t[:-1] for t in SYM_LEX.render_groups(rows[order], n + m)]
     lengths = (base + nz.total).tolist()
-    solutions = [t + 'Answer: ' + ', '.join(a) for t, a in zip(_split(SYM_LEX, block_solution_atoms(blk)[valid], n), answers)]
+    solutions = [t + 'Answer: ' + ', '.join(a) for t, a in zip(SYM_LEX.render_groups(block_solution_atoms(blk)[valid], n), answers)]
     # graph columns of the whole block as Python lists, sliced per problem: core nodes, then noise nodes; equation
     # edges (x, then y for sum and diff), then noise edges
     names, values = sym_names(blk.ids).tolist(), blk.val.tolist()

@@ -191,7 +191,7 @@ class Lexicon:
         new = [a for a in dict.fromkeys(atoms) if a not in self.ids]
         if new:
             self.ids.update(zip(new, range(len(self.strs), len(self.strs) + len(new))))
-            self.strs = np.concatenate([self.strs, np.array(new + [''], dtype=object)[:-1]])   # ('' keeps it 1-d)
+            self.strs = np.concatenate([self.strs, np.array(new, dtype=object)])
             self.len = np.concatenate([self.len, [len(a) for a in new]]).astype(np.int64)
             self.tok = np.concatenate([self.tok, [approx_tokens(a) for a in new]]).astype(np.int64)
         return np.array([self.ids[a] for a in atoms], dtype=np.int64)
@@ -199,6 +199,12 @@ class Lexicon:
     def render(self, ids:np.ndarray) -> str:
         "The concatenation of the atoms `ids` (any shape, read in C order)."
         return ''.join(self.strs[np.asarray(ids).ravel()].tolist())
+
+    def render_groups(self, ids:np.ndarray, counts) -> list[str]:
+        "The texts of consecutive groups of `counts` rows of `ids` ([rows, width] atom ids): one gather, one join each."
+        pieces = self.strs[ids.ravel()].tolist()
+        cut = (np.concatenate([[0], np.cumsum(counts)]) * ids.shape[1]).astype(np.int64).tolist()
+        return [''.join(pieces[a:e]) for a, e in zip(cut[:-1], cut[1:])]
 
     def tokens(self, ids:np.ndarray) -> np.ndarray:
         "`approx_tokens` of each row of `ids` (a 2-d array of atom ids, one text per row)."

@@ -142,27 +142,9 @@ class _Noise:
         self.vals = self.vals[:end]
         self.noise_pools = {c: p[p < end] for c, p in self.noise_pools.items()}
 
-    def pop(self):
-        "Remove the most recent noise variable."
-        self.truncate(self.n - self.n0 - 1)
-
     def noise_names(self) -> list[str]:
         "Names of the noise variables, in variable order."
         return self.names[self.n0:]
-
-    @property
-    def eqs(self) -> list[tuple]:
-        "Equations `(target, op, operands, k)` of the noise variables that are defined, not stated."
-        out = []
-        for st, ol, xl, yl, kl, gl, bl in self.layers:
-            out += [(st + i, o, (a, b) if o in ('sum', 'diff') else (a,), 0 if o in ('sum', 'diff') else kv)
-                    for i, (o, a, b, kv, good) in enumerate(zip(map(_REAL_OPS.__getitem__, ol.tolist()), xl.tolist(), yl.tolist(), kl.tolist(), gl.tolist())) if good]
-        return out
-
-    @property
-    def given(self) -> list[int]:
-        "Noise variables whose value is stated."
-        return [st + i for st, ol, xl, yl, kl, gl, bl in self.layers for i in np.flatnonzero(~gl).tolist()]
 
     def edges(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
         "Graph edges of the noise equations as (operand, target, op) columns, in variable order."
@@ -241,8 +223,8 @@ def symbolic_block_noise(blk:SymBlock, budget:np.ndarray, gen:np.random.Generato
         new_ids = sym_ids(blk.a[pb], blk.c[pb], blk.P, np.repeat(jnext[ps], m) + local)
         jnext[ps] += m
         if (jnext > blk.P).any(): raise NumcookError('noise ran out of variable names; the id range is too small for this context')
-        # operands: a core variable with probability 0.7 (or when there is no earlier noise), else earlier noise
-        # the earlier noise each row may use, as (first number, count) per row: earlier layers, then (late rows
+        # operands: a core variable with probability 0.7 (or when there is no earlier noise), else earlier noise;
+        # the earlier noise a row may use, as (first number, count) per row: earlier layers, then (late rows
         # only) this layer's first part
         spans = [(st[pb], cnt[pb]) for st, cnt in pools] + [(np.repeat(first + seg, m), np.where(late, np.repeat(part, m), 0))]
         size = sum(c for _, c in spans)
