@@ -128,6 +128,13 @@ def _symbolic_block(op, context, seed, block, counter):
     C = _sym_chunk(context)
     return [r for c0 in range(0, B, C) for r in _symbolic_chunk(block_rows(blk, slice(c0, c0 + C)), op, context, seed, block * B + c0, gen, counter)]
 
+_INTS = {'objs': np.zeros(0, dtype=object)}
+
+def _int_objects(n:int) -> np.ndarray:
+    "Python ints `0 .. n-1` as an object array (cached): graph positions above 256 are shared, not made one by one."
+    if len(_INTS['objs']) < n: _INTS['objs'] = np.arange(max(n, 2 * len(_INTS['objs']), 4096)).astype(object)
+    return _INTS['objs']
+
 def _symbolic_chunk(blk, op, context, seed, first, gen, counter):
     "The records of the problems of `blk` (a chunk of a block), problem `first` onwards."
     B, (n, V) = len(blk.n), (blk.n, blk.val.shape[1])
@@ -135,38 +142,41 @@ def _symbolic_chunk(blk, op, context, seed, first, gen, counter):
     x, answers = block_answers(blk)
     questions, qtok = block_questions(blk, x)
     sent = block_sentence_atoms(blk)
-    core_rows = sent[valid]                                      # grouped by problem, in variable order
     if counter.tok is None: base = np.where(valid, SYM_LEX.tokens(sent), 0).sum(axis=1) + qtok
-    else: base = np.array([counter(t[:-1] + '\n\n' + q) for t, q in zip(SYM_LEX.render_groups(core_rows, n), questions)])
-    nz = symbolic_block_noise(blk, (context - base) if context else np.zeros(B, np.int64), gen, counter)
-    m = np.diff(nz.start)
-    # one shuffle for the whole block: a random permutation of all rows, then a stable (radix) sort by problem
-    rows = np.concatenate([core_rows, nz.rows])
-    perm = gen.permutation(len(rows))
-    order = perm[np.argsort(np.concatenate([np.repeat(np.arange(B, dtype=np.int16), n), np.repeat(np.arange(B, dtype=np.int16), m)])[perm], kind='stable')]
-    texts = [t[:-1] for t in SYM_LEX.render_groups(rows[order], n + m)]
-    lengths = (base + nz.total).tolist()
+    else: base = np.array([counter(t[:-1] + '\n\n' + q) for t, q in zip(SYM_LEX.render_groups(sent[valid], n), questions)])
+    sv = symbolic_block_noise(blk, sent, (context - base) if context else np.zeros(B, np.int64), gen, counter)
+    count, (op_, xs, ys, atoms) = sv.count, sv.store()
+    slot, pos = sv.slots()
+    r = sv.row[slot]                                             # every variable's row, by problem in position order
+    # one shuffle for the whole chunk: a random permutation of all sentences, then a stable (radix) sort by problem
+    perm = gen.permutation(len(r))
+    order = perm[np.argsort(np.repeat(np.arange(B, dtype=np.int16), count)[perm], kind='stable')]
+    texts = [t[:-1] for t in SYM_LEX.render_groups(atoms[r[order]], count)]
+    lengths = (base + sv.total).tolist()
     solutions = [t + 'Answer: ' + ', '.join(a) for t, a in zip(SYM_LEX.render_groups(block_solution_atoms(blk)[valid], n), answers)]
-    # graph columns of the whole block as Python lists, sliced per problem: core nodes, then noise nodes; equation
-    # edges (x, then y for sum and diff), then noise edges
-    names, values = sym_names(blk.ids).tolist(), blk.val.tolist()
+    # graph columns of the whole chunk as Python lists, sliced per problem. Nodes in position order; edges in the
+    # order of their target, the first operand of every defined variable, then the second of sums and differences
+    cut = np.concatenate([[0], np.cumsum(count)]).tolist()
+    names, values = sym_names(sv.ids[slot]).tolist(), sv.val[slot].tolist()
     roles = np.where(blk.op < 0, 'given', 'core').astype(object).tolist()
-    two = np.stack([valid & (blk.op >= 0), valid & (blk.op >= 2)], axis=-1)
-    esrc, edst = np.stack([blk.xa, blk.ya], axis=-1)[two].tolist(), np.broadcast_to(np.arange(V)[None, :, None], two.shape)[two].tolist()
-    eop = _SYM_OP_NAMES[np.stack([blk.op, blk.op], axis=-1)[two]].tolist()
-    ecut = np.concatenate([[0], np.cumsum(two.sum(axis=(1, 2)))]).tolist()
-    nnames, nval, nsrc, ndst, nop = sym_names(nz.ids).tolist(), nz.val.tolist(), nz.src.tolist(), nz.dst.tolist(), _SYM_OP_NAMES[nz.op].tolist()
-    st, est, nl = nz.start.tolist(), nz.estart.tolist(), n.tolist()
-    out = []
+    o = op_[r]
+    two = np.stack([o >= 0, o >= 2], axis=-1).ravel()
+    e = np.flatnonzero(two); ev = e >> 1
+    ints = _int_objects(sv.S)
+    esrc, edst = ints[np.stack([xs[r], ys[r]], axis=-1).ravel()[e]].tolist(), ints[pos[ev]].tolist()
+    eop = _SYM_OP_NAMES[o[ev]].tolist()
+    ecut = np.concatenate([[0], np.cumsum(two.view(np.int8), dtype=np.int64)[2 * np.cumsum(count) - 1]]).tolist()
+    out, nl = [], n.tolist()
     for b in range(B):
-        nb, a, e, ea, ee, ca, ce = nl[b], st[b], st[b + 1], est[b], est[b + 1], ecut[b], ecut[b + 1]
-        graph = {'nodes': {'name': names[b][:nb] + nnames[a:e], 'value': values[b][:nb] + nval[a:e], 'role': roles[b][:nb] + ['noise'] * (e - a)},
-                 'edges': {'src': esrc[ca:ce] + nsrc[ea:ee], 'dst': edst[ca:ce] + ndst[ea:ee], 'op': eop[ca:ce] + nop[ea:ee]}}
+        nb, a, z, ea, ez = nl[b], cut[b], cut[b + 1], ecut[b], ecut[b + 1]
+        graph = {'nodes': {'name': names[a:z], 'value': values[a:z], 'role': roles[b][:nb] + ['noise'] * (z - a - nb)},
+                 'edges': {'src': esrc[ea:ez], 'dst': edst[ea:ez], 'op': eop[ea:ez]}}
         out.append(_record('symbolic', 'forward', None, op, first + b, context, texts[b], questions[b], solutions[b],
-                           answers[b], lengths[b], counter, seed, nb, e - a, graph))
+                           answers[b], lengths[b], counter, seed, nb, z - a - nb, graph))
     if counter.tok is not None and context:                        # a real tokenizer measures each whole text again
-        cuts = np.concatenate([[0], np.cumsum(n + m)]).tolist()
-        for b, rec in enumerate(out): _fit(rec, rows[order[cuts[b]:cuts[b + 1]]], order[cuts[b]:cuts[b + 1]] - len(core_rows) - st[b], context, counter)
+        for b, rec in enumerate(out):
+            ob = order[cut[b]:cut[b + 1]]
+            _fit(rec, atoms[r[ob]], pos[ob] - nl[b], context, counter)
     return out
 
 def _fit(rec:dict, rows:np.ndarray, rank:np.ndarray, context:int, counter:TokenCounter):

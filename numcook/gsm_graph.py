@@ -11,7 +11,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['EQ_OPS', 'eq_cost', 'eq_apply', 'Solved', 'propagate', 'solution_eqs', 'solved_var', 'step_expression', 'graph_dict',
-           'to_networkx', 'is_acyclic', 'approx_tokens', 'num_tokens', 'TokenCounter', 'Lexicon', 'FastDraws', 'Core']
+           'to_networkx', 'is_acyclic', 'approx_tokens', 'num_tokens', 'TokenCounter', 'Lexicon', 'FastDraws', 'pick',
+           'Core']
 
 # %% ../nbs/40_gsm_graph.ipynb #55b82333
 EQ_OPS = ('add', 'sub', 'mul', 'sum', 'diff', 'prod')  # the equation kinds
@@ -201,10 +202,10 @@ class Lexicon:
         return ''.join(self.strs[np.asarray(ids).ravel()].tolist())
 
     def render_groups(self, ids:np.ndarray, counts) -> list[str]:
-        "The texts of consecutive groups of `counts` rows of `ids` ([rows, width] atom ids): one gather, one join each."
-        pieces = self.strs[ids.ravel()].tolist()
+        "The texts of consecutive groups of `counts` rows of `ids` ([rows, width] atom ids): a gather and a join each."
+        flat, strs = ids.reshape(-1), self.strs
         cut = (np.concatenate([[0], np.cumsum(counts)]) * ids.shape[1]).astype(np.int64).tolist()
-        return [''.join(pieces[a:e]) for a, e in zip(cut[:-1], cut[1:])]
+        return [''.join(strs[flat[a:e]].tolist()) for a, e in zip(cut[:-1], cut[1:])]
 
     def tokens(self, ids:np.ndarray) -> np.ndarray:
         "`approx_tokens` of each row of `ids` (a 2-d array of atom ids, one text per row)."
@@ -232,6 +233,11 @@ class FastDraws:
         for i in range(k):
             j = i + int(rnd() * (n - i)); pool[i], pool[j] = pool[j], pool[i]
         return pool[:k]
+
+# %% ../nbs/40_gsm_graph.ipynb #a1c0e7d2
+def pick(c:np.ndarray, a, b) -> np.ndarray:
+    "`np.where(c, a, b)` for integer `a`, `b` (arrays or scalars) without branches: `b + c * (a - b)`."
+    return b + c.view(np.int8) * (np.asarray(a) - b)
 
 # %% ../nbs/40_gsm_graph.ipynb #758b80cc
 @dataclass

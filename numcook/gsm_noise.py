@@ -6,16 +6,16 @@
 from __future__ import annotations
 import random
 import numpy as np
-from .gsm_graph import Core, TokenCounter
+from .gsm_graph import Core, TokenCounter, pick
 from dataclasses import dataclass
-from .gsm_symbolic import (SYM_VMAX, SYM_LEX, SYM_EMPTY, SYM_STATED0, SYM_PLUS_K0, SYM_MINUS_K0, SYM_HEAD, SYM_NAME, SYM_PLUS,
-                                  SYM_MINUS, SymBlock, sym_name_table, sym_ids)
+from .gsm_symbolic import (SYM_VMAX, SYM_LEX, SYM_EMPTY, SYM_STATED0, SYM_PLUS_K0, SYM_MINUS_K0, SymBlock, sym_atom_columns,
+                                  sym_cube_table)
 from .gsm_realistic import (get_template, cached_phrase, phrase_tokens, PLACE_STEMS, N_RANGE, C_RANGE,
                                    K_RANGE, M_RANGE, R_VMAX)
 from .utils import NumcookError
 
 # %% auto #0
-__all__ = ['spider_noise', 'SymNoise', 'sym_sentences', 'symbolic_block_noise']
+__all__ = ['spider_noise', 'SymVars', 'sym_vars', 'sym_sentences', 'symbolic_block_noise']
 
 # %% ../nbs/43_gsm_noise.ipynb #37a7b76b
 _REAL_OPS = ('add', 'sub', 'sum', 'diff', 'mul')
@@ -179,130 +179,110 @@ def spider_noise(core:Core, rs:random.Random, subset:str, template:str|None, bud
 
 # %% ../nbs/43_gsm_noise.ipynb #75ed631e
 @dataclass
-class SymNoise:
-    "Noise of a block of Symbolic problems: variables grouped by problem, each problem's in drawing order."
-    start: np.ndarray       # [B + 1] noise variables of problem b are start[b]:start[b + 1]
-    ids: np.ndarray         # [N] name ids
-    val: np.ndarray         # [N] values
-    rows: np.ndarray        # [N, 3] sentence atoms (as `block_sentence_atoms`)
+class SymVars:
+    "A chunk of Symbolic problems in position space: variable `p` of problem `b` (core first, then noise) at slot `b * S + p`."
+    S: int                  # slots per problem
+    n: np.ndarray           # [B] core variables
+    count: np.ndarray       # [B] variables, core and noise
     total: np.ndarray       # [B] tokens of each problem's noise
-    src: np.ndarray         # [E] edges, operand -> noise variable, as positions in their problem's graph
-    dst: np.ndarray         # [E]   (core variable v: v; the problem's i-th noise variable: n_b + i)
-    op: np.ndarray          # [E] operation code (SYM_OPS)
-    estart: np.ndarray      # [B + 1] edges of problem b are estart[b]:estart[b + 1]
+    ids: np.ndarray         # [B * S] name ids, by slot
+    val: np.ndarray         # [B * S] values, by slot
+    row: np.ndarray         # [B * S] the slot's row in the row store
+    rows: list              # the row store, in parts (the cores, then each layer): op (-1: stated), x, y, atoms [R, 3]
+
+    def slots(self) -> tuple[np.ndarray, np.ndarray]:
+        "Every variable's slot, grouped by problem in position order, and its position."
+        start = np.cumsum(self.count) - self.count
+        pos = np.arange(int(self.count.sum())) - np.repeat(start, self.count)
+        return np.repeat(np.arange(len(self.n)) * self.S, self.count) + pos, pos
+
+    def store(self) -> tuple[np.ndarray, ...]:
+        "The row store as arrays: operation code, first and second operand (positions), sentence atoms."
+        return tuple(np.concatenate(c) for c in zip(*self.rows))
+
+    def grow(self, S:int):
+        "Widen every problem to `S` slots."
+        B = len(self.n)
+        for f in ('ids', 'val', 'row'):
+            new = np.zeros((B, S), getattr(self, f).dtype)
+            new[:, :self.S] = getattr(self, f).reshape(B, self.S)
+            setattr(self, f, new.ravel())
+        self.S = S
+
+def sym_vars(blk:SymBlock, sent:np.ndarray, budget:np.ndarray) -> SymVars:
+    "The cores of `blk` (sentence atoms `sent`, [B, V, 3]) in position space, with room for `budget` tokens of noise each."
+    B, V = blk.val.shape
+    S = V + (int(budget.max()) // 8 + 48 if (budget > 0).any() else 0)   # a sentence has about 9 tokens (room grows if needed)
+    ids, val, row = np.zeros((B, S), np.int32), np.zeros((B, S), np.int16), np.zeros((B, S), np.int32)
+    ids[:, :V], val[:, :V], row[:, :V] = blk.ids, blk.val, np.arange(B * V).reshape(B, V)
+    core = (blk.op.ravel().astype(np.int8), blk.xa.ravel().astype(np.int32), blk.ya.ravel().astype(np.int32), sent.reshape(-1, 3).astype(np.int32))
+    return SymVars(S, blk.n, blk.n.copy(), np.zeros(B, np.int64), ids.ravel(), val.ravel(), row.ravel(), [core])
 
 def sym_sentences(rows:np.ndarray) -> list[str]:
     "The Symbolic sentences of rows of `SYM_LEX` atoms, one string each (for measuring them with a tokenizer)."
     return [s + '.' for s in SYM_LEX.render(rows)[:-2].split('. ')] if len(rows) else []
 
-def symbolic_block_noise(blk:SymBlock, budget:np.ndarray, gen:np.random.Generator, counter:TokenCounter) -> SymNoise:
-    "Spider noise for every problem of a block, each filling its `budget` of tokens (none where it is <= 0)."
-    B, V = blk.val.shape
-    n = blk.n
-    if not (budget > 0).any(): return _group_noise([], B, V, n)
-    names = sym_name_table(100 + blk.P)
-    head, name = np.ascontiguousarray(names[:, SYM_HEAD]), np.ascontiguousarray(names[:, SYM_NAME])
-    plus_minus = names[:, [SYM_PLUS, SYM_MINUS]].ravel()       # atom of ' plus v<id>. ' at 2 id, ' minus v<id>. ' at 2 id + 1
-    jnext, total = n.copy(), np.zeros(B, np.int64)           # the next position of each problem's id map
-    vals, ids = [blk.val.ravel()], [blk.ids.ravel()]          # by block-wide variable number
-    layers, pools = [], []                                   # per layer: columns; (first number, count) per problem
-    active = budget > 0
+def symbolic_block_noise(blk:SymBlock, sent:np.ndarray, budget:np.ndarray, gen:np.random.Generator, counter:TokenCounter) -> SymVars:
+    "A chunk's cores in position space, with spider noise filling each problem's `budget` of tokens (none where it is <= 0)."
+    sv = sym_vars(blk, sent, budget)
+    n, K, P, active = sv.n, sv.count, blk.P, budget > 0
+    if not active.any(): return sv
+    cols, cube = sym_atom_columns(100 + P), sym_cube_table(P)
+    idt = np.int32 if P * (P + 1) < 2 ** 31 else np.int64        # (a j + c fits)
+    jnext = n.copy()                                             # the next position of each problem's id map
+    assert SYM_EMPTY == 0 and SYM_MINUS_K0 - SYM_PLUS_K0 == 1000
+    first = True
     while active.any():
         ps = np.flatnonzero(active)
-        left = budget[ps] - total[ps]
-        # a layer normally fills the budget at once: a little more than the expected rows, the first 60% of them (in
-        # the first layer) on the core only, the rest on the core or that first part; later layers use earlier layers
-        m = (left / (_MEAN_TOKENS['symbolic'] - 1)).astype(np.int64) + 24
-        part = (0.6 * left / (_MEAN_TOKENS['symbolic'] + 0.5)).astype(np.int64) + 1 if not layers else m
-        pb, seg = np.repeat(ps, m), np.cumsum(m) - m
-        M, first = int(m.sum()), B * V + sum(len(l['val']) for l in layers)
-        local = np.arange(M) - np.repeat(seg, m)
-        late = local >= np.repeat(part, m)                     # may use this layer's first part
-        U = gen.random((10, M), dtype=np.float32)
-        # fresh ids: the next positions of each problem's id map, which never repeats an id
-        new_ids = sym_ids(blk.a[pb], blk.c[pb], blk.P, np.repeat(jnext[ps], m) + local)
+        left = budget[ps] - sv.total[ps]
+        m = ((0.6 * left / (_MEAN_TOKENS['symbolic'] + 0.5)).astype(np.int64) + 1 if first
+             else (left / (_MEAN_TOKENS['symbolic'] - 1)).astype(np.int64) + 24)
+        if int((K[ps] + m).max()) > sv.S: sv.grow(int((K[ps] + m).max()) + 64)
+        M, start = int(m.sum()), np.cumsum(m) - m
+        ar, rep = np.arange(M, dtype=np.int32), lambda v: np.repeat(v, m)
+        base = rep((ps * sv.S).astype(np.int32))                 # slot 0 of each row's problem
+        slot = base + rep((K[ps] - start).astype(np.int32)) + ar
+        j = rep((jnext[ps] - start).astype(idt)) + ar
+        ids = cube[(rep(blk.a[ps].astype(idt)) * j + rep(blk.c[ps].astype(idt))) % idt(P)]
         jnext[ps] += m
-        if (jnext > blk.P).any(): raise NumcookError('noise ran out of variable names; the id range is too small for this context')
-        # operands: a core variable with probability 0.7 (or when there is no earlier noise), else earlier noise;
-        # the earlier noise a row may use, as (first number, count) per row: earlier layers, then (late rows
-        # only) this layer's first part
-        spans = [(st[pb], cnt[pb]) for st, cnt in pools] + [(np.repeat(first + seg, m), np.where(late, np.repeat(part, m), 0))]
-        size = sum(c for _, c in spans)
-        pbV, npb, none = pb * V, n[pb], size == 0
-        def operand(u_from, u_core, u_noise):
-            core = pbV + (u_core * npb).astype(np.int64)
-            idx = (u_noise * size).astype(np.int64)
-            if len(spans) == 1: out = spans[0][0] + idx
-            else:
-                out, base = core, 0
-                for st_r, c in spans:                        # the idx-th earlier noise variable, span by span
-                    out = np.where((idx >= base) & (idx < base + c), st_r + idx - base, out); base = base + c
-            return np.where((u_from < 0.7) | none, core, out)
-        x, y = operand(U[1], U[2], U[3]), operand(U[4], U[5], U[6])
-        op = (U[0] * 4).astype(np.int64)                     # add, sub, sum, diff
-        k = K_RANGE[0] + (U[7] * (K_RANGE[1] - K_RANGE[0] + 1)).astype(np.int64)
-        binary = op >= 2
-        val, ok = np.zeros(M, np.int64), np.zeros(M, bool)
-        allv = np.concatenate(vals + [val])
-        def values(sel):
-            "Values (or, out of range, stated values) of the rows `sel`; a difference names its larger operand first."
-            xs_, ys_, o = x[sel], y[sel], op[sel]
-            vx, vy = allv[xs_], allv[ys_]
-            v = np.choose(o, [vx + k[sel], vx - k[sel], vx + vy, np.abs(vx - vy)])
-            good_ = (U[8][sel] >= 0.15) & (v >= 0) & (v <= SYM_VMAX) & ~((o >= 2) & (xs_ == ys_))
-            flip = good_ & (o == 3) & (vx < vy)
-            x[sel], y[sel] = np.where(flip, ys_, xs_), np.where(flip, xs_, ys_)
-            val[sel], ok[sel] = np.where(good_, v, (U[9][sel] * (SYM_VMAX + 1)).astype(np.int64)), good_
-        values(slice(None))                                     # every row, then again the rows that read this layer
-        allv[first:] = val
-        values(np.flatnonzero((x >= first) | (y >= first)))
+        if (jnext > P).any(): raise NumcookError('noise ran out of variable names; the id range is too small for this context')
+        U = gen.random((6 if first else 10, M), dtype=np.float32)
+        # operands: a core position, or (later layers, probability 0.3) one of the problem's earlier noise positions
+        nf = rep(n[ps].astype(np.float32))
+        x, y = (U[4] * nf).astype(np.int32), (U[5] * nf).astype(np.int32)
+        if not first:
+            n0, E = rep(n[ps].astype(np.int32)), rep((K[ps] - n[ps]).astype(np.float32))
+            x = pick(U[6] < 0.7, x, n0 + (U[7] * E).astype(np.int32))
+            y = pick(U[8] < 0.7, y, n0 + (U[9] * E).astype(np.int32))
+        # op codes 0 add, 1 sub, 2 sum, 3 diff: bit 0 subtracts, bit 1 takes a second variable instead of a constant
+        op = (U[0] * 4).astype(np.int8)
+        k = (K_RANGE[0] + U[1] * (K_RANGE[1] - K_RANGE[0] + 1)).astype(np.int16)
+        minus, binary = (op & 1).astype(bool), op >= 2
+        gx, gy = base + x, base + y
+        vx, vy = sv.val[gx], sv.val[gy]
+        t = pick(binary, vy, k)
+        v = vx + t - 2 * minus.view(np.int8) * t
+        swap = (op == 3) & (v < 0)                                # a difference names its larger operand first
+        v = v - 2 * swap.view(np.int8) * v
+        good = (U[2] >= 0.15) & (v >= 0) & (v <= SYM_VMAX) & ~(binary & (x == y))   # else: a stated value
+        val = pick(good, v, (U[3] * (SYM_VMAX + 1)).astype(np.int16))
+        d = swap.view(np.int8) * (gy - gx); gx, gy = gx + d, gy - d
         # sentences as atoms: 'v<id> equals ', first operand or the stated value, ' plus|minus ' second operand or constant
-        alli = np.concatenate(ids + [new_ids])                  # (late rows name this layer's first part)
-        plus = (op == 0) | (op == 2)
-        rows = np.stack([head[new_ids], np.where(ok, name[alli[x]], SYM_STATED0 + val),
-                         np.where(ok & binary, plus_minus[2 * alli[y] + ~plus],
-                                  np.where(ok, np.where(plus, SYM_PLUS_K0, SYM_MINUS_K0) + k, SYM_EMPTY))], axis=1)
-        tok = SYM_LEX.tokens(rows) if counter.tok is None else np.array(counter.many(sym_sentences(rows)), np.int64)
+        atoms = np.empty((M, 3), np.int32)
+        atoms[:, 0] = cols['head'][ids]
+        atoms[:, 1] = pick(good, cols['name'][sv.ids[gx]], SYM_STATED0 + val)
+        atoms[:, 2] = good.view(np.int8) * pick(binary, cols['pm'][2 * sv.ids[gy] + minus],
+                                                (SYM_PLUS_K0 + k) + 1000 * minus.view(np.int8).astype(np.int32))
+        tok = (cols['tok'][atoms[:, 0]] + cols['tok'][atoms[:, 1]] + cols['tok'][atoms[:, 2]] if counter.tok is None
+               else np.array(counter.many(sym_sentences(atoms)), np.int32))
         # the first sentence over a problem's budget ends its filling (a prefix of each problem's layer fits)
-        cum = np.cumsum(tok)
-        keep = cum - np.repeat(cum[seg] - tok[seg], m) <= np.repeat(left, m)
-        kept = np.add.reduceat(keep, seg)
-        total[ps] += np.add.reduceat(np.where(keep, tok, 0), seg)
+        cum = np.cumsum(tok, dtype=np.int64)
+        before = cum[start] - tok[start]
+        kept = np.add.reduceat(cum - rep(before) <= rep(left), start)
+        sv.total[ps] += pick(kept > 0, cum[np.maximum(start + kept - 1, 0)] - before, 0)
+        sv.ids[slot], sv.val[slot], sv.row[slot] = ids, val, sum(len(r[0]) for r in sv.rows) + ar
+        sv.rows.append((pick(good, op, np.int8(-1)), gx - base, gy - base, atoms))
+        K[ps] += kept
         active[ps[kept < m]] = False
-        renum = first + np.cumsum(keep) - 1                      # numbers of this layer's kept variables
-        x, y = np.where(x >= first, renum[np.maximum(x - first, 0)], x), np.where(y >= first, renum[np.maximum(y - first, 0)], y)
-        cols = dict(pb=pb, ids=new_ids, val=val, rows=rows, x=x, y=y, op=op, ok=ok)
-        kept_rows = np.flatnonzero(keep)
-        cols = {c: a[kept_rows] for c, a in cols.items()}
-        layers.append(cols); vals.append(cols['val']); ids.append(cols['ids'])
-        st, cnt = np.zeros(B, np.int64), np.zeros(B, np.int64)
-        cnt[ps] = kept; st[ps] = first + np.cumsum(kept) - kept
-        pools.append((st, cnt))
-    return _group_noise(layers, B, V, n, total)
-
-def _group_noise(layers:list[dict], B:int, V:int, n:np.ndarray, total:np.ndarray|None=None) -> SymNoise:
-    "The noise of all layers grouped by problem, with edges as positions in each problem's graph."
-    if not layers:
-        z = np.zeros(0, np.int64)
-        return SymNoise(np.zeros(B + 1, np.int64), z, z, np.zeros((0, 3), np.int64), np.zeros(B, np.int64), z, z, z, np.zeros(B + 1, np.int64))
-    if len(layers) == 1: c = layers[0]                        # usually: already grouped by problem, in drawing order
-    else:
-        c = {k: np.concatenate([l[k] for l in layers]) for k in layers[0]}
-        order = np.argsort(c['pb'], kind='stable')
-        c = {k: a[order] for k, a in c.items()}
-    start = np.concatenate([[0], np.cumsum(np.bincount(c['pb'], minlength=B))])
-    here = np.arange(len(c['pb'])) + (n - start[:-1])[c['pb']]  # graph position of each noise variable
-    pos = here if len(layers) == 1 else np.empty_like(here)
-    if len(layers) > 1: pos[order] = here                       # (operands are numbered in drawing order)
-    # edges in variable order, first operand then second: variable i's edges start where the counts before it end
-    ok, both = c['ok'], c['ok'] & (c['op'] >= 2)
-    cnt = ok.astype(np.int64) + both
-    ends = np.cumsum(cnt)
-    E = int(ends[-1]) if len(ends) else 0
-    src, dst, eop = np.empty(E, np.int64), np.empty(E, np.int64), np.empty(E, np.int64)
-    for sel, g, at in ((np.flatnonzero(ok), c['x'], ends - cnt), (np.flatnonzero(both), c['y'], ends - 1)):
-        g, at = g[sel], at[sel]
-        src[at] = np.where(g < B * V, g - c['pb'][sel] * V, pos[np.maximum(g - B * V, 0)])   # core v of b is b * V + v
-        dst[at], eop[at] = here[sel], c['op'][sel]
-    estart = np.concatenate([[0], np.cumsum(np.bincount(c['pb'], weights=cnt, minlength=B))]).astype(np.int64)
-    return SymNoise(start, c['ids'], c['val'], c['rows'], total, src, dst, eop, estart)
+        first = False
+    return sv

@@ -6,15 +6,16 @@
 from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 import numpy as np
-from .gsm_graph import Core, Solved, Lexicon, propagate, solution_eqs, step_expression, num_tokens, approx_tokens
+from .gsm_graph import Core, Solved, Lexicon, propagate, solution_eqs, step_expression, num_tokens, approx_tokens, pick
 
 # %% auto #0
 __all__ = ['SYM_VMAX', 'SYM_STEP', 'SYM_OPS', 'SYM_LEX', 'SYM_EMPTY', 'SYM_STATED0', 'SYM_PLUS_K0', 'SYM_MINUS_K0', 'SYM_NUM0',
            'SYM_ADD0', 'SYM_SUB0', 'SYM_RES0', 'SYM_LINE0', 'SYM_HEAD', 'SYM_NAME', 'SYM_PLUS', 'SYM_MINUS',
-           'SYM_SOLHEAD', 'sym_draw_layout', 'sym_id_range', 'sym_ids', 'sym_id_map', 'sym_draws', 'symbolic_core',
-           'SymBlock', 'symbolic_cores', 'block_rows', 'block_core', 'symbolic_sentence', 'symbolic_sentences',
-           'symbolic_question', 'symbolic_solution', 'sym_name_table', 'sym_name_atoms', 'sym_names',
-           'block_sentence_atoms', 'block_solution_atoms', 'block_answers', 'block_questions']
+           'SYM_SOLHEAD', 'sym_draw_layout', 'sym_id_range', 'sym_ids', 'sym_cube_table', 'sym_id_map', 'sym_draws',
+           'symbolic_core', 'SymBlock', 'symbolic_cores', 'block_rows', 'block_core', 'symbolic_sentence',
+           'symbolic_sentences', 'symbolic_question', 'symbolic_solution', 'sym_name_table', 'sym_name_atoms',
+           'sym_names', 'sym_atom_columns', 'block_sentence_atoms', 'block_solution_atoms', 'block_answers',
+           'block_questions']
 
 # %% ../nbs/41_gsm_symbolic.ipynb #c99bef8b
 SYM_VMAX = 20        # Symbolic values stay in [0, SYM_VMAX]
@@ -49,6 +50,15 @@ def sym_ids(a, c, P:int, j):
     "Id of variable `j` of a problem whose id map has `a`, `c` (bijective in `j` on `[0, P)`; arrays or ints)."
     x = (a * j + c) % P
     return 100 + x * x % P * x % P
+
+_CUBES = {}
+
+def sym_cube_table(P:int) -> np.ndarray:
+    "`100 + x^3 mod P` for every `x` in `[0, P)` (cached): `sym_ids` is `table[(a j + c) mod P]`."
+    if P not in _CUBES:
+        x = np.arange(P, dtype=np.int64)
+        _CUBES[P] = (100 + x * x % P * x % P).astype(np.int32)
+    return _CUBES[P]
 
 def sym_id_map(u:np.ndarray, P:int) -> tuple:
     "The id map's `a` (in `[1, P)`) and `c` (in `[0, P)`) from the draws of the `ids` columns (rows or one row)."
@@ -162,21 +172,21 @@ def symbolic_cores(D:np.ndarray, n_ops:int, P:int|None=None, vmax:int=SYM_VMAX) 
         i = (u1 * s).astype(np.int64)
         j = (u3 * (s - 1)).astype(np.int64); j += j >= i
         xs, ys = _kth(sink[:, :step + 1], i, j)                # sinks i and j (only the first step + 1 columns exist yet)
-        x = np.where(unary & ~c70[step] & (s < r), (u3 * n).astype(np.int64), xs)
+        x = pick(unary & ~c70[step] & (s < r), (u3 * n).astype(np.int64), xs)
         y_any = (u3 * (n - 1)).astype(np.int64); y_any += y_any >= xs
-        y = np.where(merge | (c50[step] & (s > 1)), ys, y_any)
+        y = pick(merge | (c50[step] & (s > 1)), ys, y_any)
         vx, vy = var[0, rows, x], var[0, rows, y]
         add = (vx == 0) | ((vx != vmax) & a50[step])
-        k = 1 + (u5 * np.where(add, vmax - vx, vx)).astype(np.int64)
+        k = 1 + (u5 * pick(add, vmax - vx, vx)).astype(np.int64)
         sm = (vx + vy <= vmax) & a50[step]
         swap = ~unary & ~sm & (vx < vy)
-        x, y = np.where(swap, y, x), np.where(swap, x, y)
-        new = np.where(const, fresh[step], np.where(unary, np.where(add, vx + k, vx - k), np.where(sm, vx + vy, np.abs(vx - vy))))
-        code = np.where(const, -1, np.where(unary, 1 - add, 3 - sm))
-        t, used = np.where(act, n, V), act & ~const
-        var[:, rows, t] = (new, code, x, np.where(unary, 0, y), np.where(unary, k, 0))
-        sink[rows, np.where(used, x, V)] = False
-        sink[rows, np.where(used & ~unary, y, V)] = False
+        d = pick(swap, y - x, 0); x, y = x + d, y - d
+        new = pick(const, fresh[step], pick(unary, pick(add, vx + k, vx - k), pick(sm, vx + vy, np.abs(vx - vy))))
+        code = pick(const, -1, pick(unary, 1 - add, 3 - sm))
+        t, used = pick(act, n, V), act & ~const
+        var[:, rows, t] = (new, code, x, pick(unary, 0, y), pick(unary, k, 0))
+        sink[rows, pick(used, x, V)] = False
+        sink[rows, pick(used & ~unary, y, V)] = False
         sink[rows, t] = True
         s = sink[:, :V].sum(axis=1); n = n + act; r = r - used
     assert not r.any() and (s == 1).all()
@@ -267,6 +277,17 @@ def sym_names(ids:np.ndarray) -> np.ndarray:
     "The names `v<id>` of an array of ids (an object array of the same shape)."
     _register_names(int(ids.max()) + 1 if ids.size else 0)
     return _SYM_NAMES['names'][ids]
+
+_SYM_COLUMNS = {}
+
+def sym_atom_columns(top:int) -> dict[str, np.ndarray]:
+    "Contiguous int32 columns for ids below `top`: `head`, `name`, `pm` (' plus v<id>. ' at 2 id, minus at 2 id + 1) atoms, `tok` of every atom."
+    names = sym_name_table(top)
+    key = (len(names), len(SYM_LEX.strs))
+    if _SYM_COLUMNS.get('key') != key:                     # (re)made when the tables grow
+        _SYM_COLUMNS.update(key=key, head=names[:, SYM_HEAD].astype(np.int32), name=names[:, SYM_NAME].astype(np.int32),
+                            pm=names[:, [SYM_PLUS, SYM_MINUS]].ravel().astype(np.int32), tok=SYM_LEX.tok.astype(np.int32))
+    return _SYM_COLUMNS
 
 def block_sentence_atoms(blk:SymBlock) -> np.ndarray:
     "Every variable's sentence as three `SYM_LEX` atoms: an array [B, V, 3] in variable order."
