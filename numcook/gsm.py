@@ -105,6 +105,7 @@ def _add_noise(graph:dict, nz, kept:list[int]):
 
 # %% ../nbs/45_gsm.ipynb #420f1cd0
 _SYM_OP_NAMES = np.array(SYM_OPS, dtype=object)
+_SYM_ROLES = np.array(['core', 'given'], dtype=object)
 
 def sym_block_size(context:int) -> int:
     "Problems per Symbolic block: 512 without noise, 256 with it."
@@ -158,7 +159,7 @@ def _symbolic_chunk(blk, op, context, seed, first, gen, counter):
     # order of their target, the first operand of every defined variable, then the second of sums and differences
     cut = np.concatenate([[0], np.cumsum(count)]).tolist()
     names, values = sym_names(sv.ids[slot]).tolist(), sv.val[slot].tolist()
-    roles = np.where(blk.op < 0, 'given', 'core').astype(object).tolist()
+    roles = _SYM_ROLES[(blk.op < 0).view(np.int8)].tolist()
     o = op_[r]
     two = np.stack([o >= 0, o >= 2], axis=-1).ravel()
     e = np.flatnonzero(two); ev = e >> 1

@@ -13,9 +13,8 @@ __all__ = ['SYM_VMAX', 'SYM_STEP', 'SYM_OPS', 'SYM_LEX', 'SYM_EMPTY', 'SYM_STATE
            'SYM_ADD0', 'SYM_SUB0', 'SYM_RES0', 'SYM_LINE0', 'SYM_HEAD', 'SYM_NAME', 'SYM_PLUS', 'SYM_MINUS',
            'SYM_SOLHEAD', 'sym_draw_layout', 'sym_id_range', 'sym_ids', 'sym_cube_table', 'sym_id_map', 'sym_draws',
            'symbolic_core', 'SymBlock', 'symbolic_cores', 'block_rows', 'block_core', 'symbolic_sentence',
-           'symbolic_sentences', 'symbolic_question', 'symbolic_solution', 'sym_name_table', 'sym_name_atoms',
-           'sym_names', 'sym_atom_columns', 'block_sentence_atoms', 'block_solution_atoms', 'block_answers',
-           'block_questions']
+           'symbolic_sentences', 'symbolic_question', 'symbolic_solution', 'sym_name_table', 'sym_names',
+           'sym_atom_columns', 'block_sentence_atoms', 'block_solution_atoms', 'block_answers', 'block_questions']
 
 # %% ../nbs/41_gsm_symbolic.ipynb #c99bef8b
 SYM_VMAX = 20        # Symbolic values stay in [0, SYM_VMAX]
@@ -144,9 +143,9 @@ class SymBlock:
     c: np.ndarray           # [B]
 
 def _kth(mask:np.ndarray, *ks:np.ndarray) -> list[np.ndarray]:
-    "For each `k` of `ks`, the column of the `k`-th (from 0) True of each row of `mask`."
-    count = np.cumsum(mask, axis=1, dtype=np.int16)
-    return [np.argmax(count > k[:, None], axis=1) for k in ks]
+    "For each `k` of `ks`, the row of the `k`-th (from 0) True of each column of `mask`: how many running counts are <= k."
+    count = np.cumsum(mask, axis=0, dtype=np.int16)
+    return [(count <= k).sum(axis=0) for k in ks]
 
 def symbolic_cores(D:np.ndarray, n_ops:int, P:int|None=None, vmax:int=SYM_VMAX) -> SymBlock:
     "The cores of every draw row of `D` at once (the same cores as `symbolic_core` row by row)."
@@ -160,7 +159,7 @@ def symbolic_cores(D:np.ndarray, n_ops:int, P:int|None=None, vmax:int=SYM_VMAX) 
     # their (ignored) step into the spare column V, so no step needs a mask of the active rows
     var = np.zeros((5, B, V + 1), np.int64); var[1] = -1
     var[0, :, 0] = (D[:, 0] * (vmax + 1)).astype(np.int64)
-    sink = np.zeros((B, V + 1), bool); sink[:, 0] = True
+    sink = np.zeros((V + 1, B), bool); sink[0] = True                 # [variable, row]: still a sink?
     n, s, r = np.ones(B, np.int64), np.ones(B, np.int64), np.full(B, n_ops, np.int64)
     for step in range(len(u)):
         act = r > 0
@@ -171,7 +170,7 @@ def symbolic_cores(D:np.ndarray, n_ops:int, P:int|None=None, vmax:int=SYM_VMAX) 
         unary = ~merge & ~const & (c60[step] | (n < 2))
         i = (u1 * s).astype(np.int64)
         j = (u3 * (s - 1)).astype(np.int64); j += j >= i
-        xs, ys = _kth(sink[:, :step + 1], i, j)                # sinks i and j (only the first step + 1 columns exist yet)
+        xs, ys = _kth(sink[:step + 1], i, j)                   # sinks i and j (only the first step + 1 variables exist yet)
         x = pick(unary & ~c70[step] & (s < r), (u3 * n).astype(np.int64), xs)
         y_any = (u3 * (n - 1)).astype(np.int64); y_any += y_any >= xs
         y = pick(merge | (c50[step] & (s > 1)), ys, y_any)
@@ -185,10 +184,11 @@ def symbolic_cores(D:np.ndarray, n_ops:int, P:int|None=None, vmax:int=SYM_VMAX) 
         code = pick(const, -1, pick(unary, 1 - add, 3 - sm))
         t, used = pick(act, n, V), act & ~const
         var[:, rows, t] = (new, code, x, pick(unary, 0, y), pick(unary, k, 0))
-        sink[rows, pick(used, x, V)] = False
-        sink[rows, pick(used & ~unary, y, V)] = False
-        sink[rows, t] = True
-        s = sink[:, :V].sum(axis=1); n = n + act; r = r - used
+        xo, yo = pick(used, x, V), pick(used & ~unary, y, V)      # operands stop being sinks, the new variable is one
+        s = s + act - (sink[xo, rows] & (xo < V)) - (sink[yo, rows] & (yo < V))   # (column V is the spare one)
+        sink[xo, rows] = sink[yo, rows] = False
+        sink[t, rows] = True
+        n = n + act; r = r - used
     assert not r.any() and (s == 1).all()
     val, op, xa, ya, kk = var[:, :, :V]
     P = P or sym_id_range(n_ops)
@@ -251,7 +251,7 @@ _NUM_FORMS = ('{}. ', ' plus {}. ', ' minus {}. ', '{}', ' + {}', ' - {}', ' = {
 SYM_LEX = Lexicon([''] + [f.format(i) for f in _NUM_FORMS for i in range(1000)])
 SYM_EMPTY = 0
 SYM_STATED0, SYM_PLUS_K0, SYM_MINUS_K0, SYM_NUM0, SYM_ADD0, SYM_SUB0, SYM_RES0, SYM_LINE0 = range(1, 8001, 1000)   # form + i: number i
-SYM_HEAD, SYM_NAME, SYM_PLUS, SYM_MINUS, SYM_SOLHEAD = range(5)   # columns of `sym_name_atoms`
+SYM_HEAD, SYM_NAME, SYM_PLUS, SYM_MINUS, SYM_SOLHEAD = range(5)   # columns of `sym_name_table`
 _SYM_NAMES = {'atoms': np.zeros((0, 5), dtype=np.int64), 'names': np.zeros(0, dtype=object)}   # by id, grown on demand
 
 def _register_names(top:int):
@@ -268,11 +268,6 @@ def sym_name_table(top:int) -> np.ndarray:
     _register_names(top)
     return _SYM_NAMES['atoms']
 
-def sym_name_atoms(ids:np.ndarray) -> np.ndarray:
-    "The `SYM_LEX` atoms of the names `v<id>`: one row (head, name, plus, minus, solution head) per id."
-    _register_names(int(ids.max()) + 1 if ids.size else 0)
-    return _SYM_NAMES['atoms'][ids]
-
 def sym_names(ids:np.ndarray) -> np.ndarray:
     "The names `v<id>` of an array of ids (an object array of the same shape)."
     _register_names(int(ids.max()) + 1 if ids.size else 0)
@@ -281,32 +276,33 @@ def sym_names(ids:np.ndarray) -> np.ndarray:
 _SYM_COLUMNS = {}
 
 def sym_atom_columns(top:int) -> dict[str, np.ndarray]:
-    "Contiguous int32 columns for ids below `top`: `head`, `name`, `pm` (' plus v<id>. ' at 2 id, minus at 2 id + 1) atoms, `tok` of every atom."
+    "Contiguous int32 columns for ids below `top`: `head`, `name`, `pm` (' plus v<id>. ' at 2 id, minus at 2 id + 1), `solhead` atoms; `tok` of every atom."
     names = sym_name_table(top)
     key = (len(names), len(SYM_LEX.strs))
     if _SYM_COLUMNS.get('key') != key:                     # (re)made when the tables grow
         _SYM_COLUMNS.update(key=key, head=names[:, SYM_HEAD].astype(np.int32), name=names[:, SYM_NAME].astype(np.int32),
-                            pm=names[:, [SYM_PLUS, SYM_MINUS]].ravel().astype(np.int32), tok=SYM_LEX.tok.astype(np.int32))
+                            pm=names[:, [SYM_PLUS, SYM_MINUS]].ravel().astype(np.int32),
+                            solhead=names[:, SYM_SOLHEAD].astype(np.int32), tok=SYM_LEX.tok.astype(np.int32))
     return _SYM_COLUMNS
 
 def block_sentence_atoms(blk:SymBlock) -> np.ndarray:
     "Every variable's sentence as three `SYM_LEX` atoms: an array [B, V, 3] in variable order."
-    nm, rows = sym_name_atoms(blk.ids), np.arange(len(blk.n))[:, None]
-    stated, plus = blk.op < 0, (blk.op == 0) | (blk.op == 2)
-    first = np.where(stated, SYM_STATED0 + blk.val, nm[rows, blk.xa, SYM_NAME])
-    last = np.where(stated, SYM_EMPTY, np.where(blk.op < 2, np.where(plus, SYM_PLUS_K0, SYM_MINUS_K0) + blk.k,
-                                                nm[rows, blk.ya, np.where(plus, SYM_PLUS, SYM_MINUS)]))
-    return np.stack([nm[:, :, SYM_HEAD], first, last], axis=-1)
+    cols, rows = sym_atom_columns(int(blk.ids.max()) + 1), np.arange(len(blk.n))[:, None]
+    stated, minus = blk.op < 0, (blk.op & 1).astype(bool)      # (codes: 0 add, 1 sub, 2 sum, 3 diff)
+    first = pick(stated, SYM_STATED0 + blk.val, cols['name'][blk.ids[rows, blk.xa]])
+    last = pick(stated, SYM_EMPTY, pick(blk.op < 2, SYM_PLUS_K0 + (SYM_MINUS_K0 - SYM_PLUS_K0) * minus + blk.k,
+                                        cols['pm'][2 * blk.ids[rows, blk.ya] + minus]))
+    return np.stack([cols['head'][blk.ids], first, last], axis=-1)
 
 def block_solution_atoms(blk:SymBlock) -> np.ndarray:
     "Every variable's solution line as four `SYM_LEX` atoms, stated values first: [B, V, 4] (then `Answer: ...`)."
-    nm, rows = sym_name_atoms(blk.ids), np.arange(len(blk.n))[:, None]
-    stated, plus, V = blk.op < 0, (blk.op == 0) | (blk.op == 2), blk.ids.shape[1]
-    rhs = np.where(blk.op < 2, blk.k, blk.val[rows, blk.ya])
-    lines = np.stack([nm[:, :, SYM_SOLHEAD],
-                      np.where(stated, SYM_LINE0 + blk.val, SYM_NUM0 + blk.val[rows, blk.xa]),
-                      np.where(stated, SYM_EMPTY, np.where(plus, SYM_ADD0, SYM_SUB0) + rhs),
-                      np.where(stated, SYM_EMPTY, SYM_RES0 + blk.val)], axis=-1)
+    cols, rows = sym_atom_columns(int(blk.ids.max()) + 1), np.arange(len(blk.n))[:, None]
+    stated, minus, V = blk.op < 0, (blk.op & 1).astype(bool), blk.ids.shape[1]
+    rhs = pick(blk.op < 2, blk.k, blk.val[rows, blk.ya])
+    lines = np.stack([cols['solhead'][blk.ids],
+                      pick(stated, SYM_LINE0 + blk.val, SYM_NUM0 + blk.val[rows, blk.xa]),
+                      pick(stated, SYM_EMPTY, SYM_ADD0 + (SYM_SUB0 - SYM_ADD0) * minus + rhs),
+                      pick(stated, SYM_EMPTY, SYM_RES0 + blk.val)], axis=-1)
     col = np.arange(V)
     order = np.argsort(np.where(col < blk.n[:, None], col + V * ~stated, 2 * V), axis=1, kind='stable')
     return np.take_along_axis(lines, order[:, :, None], axis=1)
