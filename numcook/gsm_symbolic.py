@@ -276,7 +276,7 @@ def sym_names(ids:np.ndarray) -> np.ndarray:
 _SYM_COLUMNS = {}
 
 def sym_atom_columns(top:int) -> dict[str, np.ndarray]:
-    "Contiguous int32 columns for ids below `top`: `head`, `name`, `pm` (' plus v<id>. ' at 2 id, minus at 2 id + 1), `solhead` atoms; `tok` of every atom."
+    "Contiguous int32 columns over the ids below `top`: `head`, `name`, `pm` (plus at 2 id, minus at 2 id + 1), `solhead` atoms; `tok` of every atom."
     names = sym_name_table(top)
     key = (len(names), len(SYM_LEX.strs))
     if _SYM_COLUMNS.get('key') != key:                     # (re)made when the tables grow
