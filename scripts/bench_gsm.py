@@ -5,7 +5,8 @@ rates the public generator reached on a machine like this one (from issue 7), an
 
 Every setting generates complete records (text, question, solution, answer, graph; every template, built-in
 token count) through the public API, in whole passes over --ops so that every op count weighs the same, until
-about --seconds have been spent. Three rates per setting:
+about --seconds have been spent, after one untimed pass (a process pays for its name tables and caches once;
+the rates are the steady ones). Three rates per setting:
 
 - `cpu/s`: records per CPU second of this process with `generate` (records in memory, one process). The machine
   is shared, so this is the fair single-core measure; contention still inflates CPU time (shared caches), so the
@@ -35,8 +36,9 @@ def settings(contexts):
 
 
 def passes(subset, mode, ctx, ops, seconds, clock, make):
-    "Records per `clock` second of `make(cfg)` over whole passes of `ops` (a new seed each pass)."
+    "Records per `clock` second of `make(cfg)` over whole passes of `ops` (a new seed each pass), after one untimed pass."
     per_op = sym_block_size(parse_context(ctx)) if subset == 'symbolic' else 16
+    for _ in make(GenerateConfig(subset, ops, per_op, ctx, 10 ** 6, mode, 'all')): pass   # warm-up (name tables, caches)
     n, t0 = 0, clock()
     for seed in itertools.count():
         n += sum(1 for _ in make(GenerateConfig(subset, ops, per_op, ctx, seed, mode, 'all')))
