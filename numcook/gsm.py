@@ -8,7 +8,8 @@ import argparse, gc, json, multiprocessing, re, sys
 import numpy as np
 from dataclasses import dataclass, field
 from pathlib import Path
-from .utils import NumcookError, JsonlLog, did_you_mean, derive_seed, parse_range, progress, read_jsonl, rng, save_config
+from .utils import (NumcookError, JsonlLog, did_you_mean, derive_seed, parse_range, progress, read_jsonl, rng, save_config,
+                           config_mismatch)
 from .gsm_graph import FastDraws, TokenCounter, graph_dict, to_networkx, is_acyclic, approx_tokens
 from .gsm_symbolic import (SYM_LEX, SYM_OPS, symbolic_cores, sym_draws, sym_id_range, sym_names, block_rows, block_sentence_atoms, block_solution_atoms,
                                   block_answers, block_questions)
@@ -17,8 +18,9 @@ from .gsm_noise import spider_noise, symbolic_block_noise
 from .gsm_score import accuracy_by_op, auc_table, average_score, score_reply, evaluate_model, sigmoid_fit
 
 # %% auto #0
-__all__ = ['SUBSETS', 'MODES', 'parse_context', 'context_label', 'check_subset', 'make_problem', 'sym_block_size',
-           'symbolic_block', 'GenerateConfig', 'generate', 'generate_lines', 'score_records', 'cli']
+__all__ = ['SUBSETS', 'MODES', 'GENERATOR_VERSION', 'parse_context', 'context_label', 'check_subset', 'make_problem',
+           'sym_block_size', 'symbolic_block', 'GenerateConfig', 'generate', 'generate_lines', 'score_records',
+           'EvalConfig', 'cli']
 
 # %% ../nbs/45_gsm.ipynb #4408df08
 SUBSETS = ('symbolic', 'medium', 'hard')
@@ -317,6 +319,27 @@ def score_records(problems:list[dict], replies:list[dict]) -> list[dict]:
     if not out: raise NumcookError('no reply matches a problem id: check that --replies belongs to --problems')
     return out
 
+@dataclass
+class EvalConfig:
+    "Settings of one `numcook gsm eval` run (saved next to its results)."
+    model: str                           # model path or hub id
+    problems: str                        # problems file written by generate
+    limit: int|None = None               # only the first N problems
+    batch_size: int = 8                  # prompts per batch
+    max_new_tokens: int = 256            # generation budget per reply
+
+# the version of what the generators write: bumped whenever the records of a seed and settings change, so that a
+# file is never resumed with records of another version (2: Symbolic noise in position space)
+GENERATOR_VERSION = 2
+_RESUME_SAME = ('subset', 'seed', 'mode', 'template', 'tokenizer')     # ops and per_op may grow: records do not depend on them
+
+def _check_resume(cfg:GenerateConfig, out:Path):
+    "Refuse to append to `out` if its problems were made with other settings or by another generator version (one-line error)."
+    if not (out.exists() and out.stat().st_size): return
+    expected = {**{k: getattr(cfg, k) for k in _RESUME_SAME}, 'context_tokens': parse_context(cfg.context), 'generator': GENERATOR_VERSION}
+    diff = config_mismatch(out.with_suffix('.config.json'), expected)
+    if diff: raise NumcookError(f"{out} holds problems made with {', '.join(diff)}: choose another --out, or remove it")
+
 def cli(argv:list[str]|None=None) -> int:
     "`numcook gsm {generate,score,eval} ...`"
     args = _parser().parse_args(argv)
@@ -326,7 +349,8 @@ def cli(argv:list[str]|None=None) -> int:
         ops, _, _, _ = _plan(cfg)                    # validates every argument before touching files
         TokenCounter(cfg.tokenizer)                  # (and that the tokenizer loads)
         out = Path(args.out)
-        save_config(cfg, out.with_suffix('.config.json'))
+        _check_resume(cfg, out)
+        save_config(cfg, out.with_suffix('.config.json'), generator=GENERATOR_VERSION, context_tokens=parse_context(cfg.context))
         n = 0
         with JsonlLog(out, key='id', keep_records=False) as log:
             lines = generate_lines(cfg, args.workers, skip=log.done)
@@ -343,8 +367,14 @@ def cli(argv:list[str]|None=None) -> int:
             acc.to_csv(args.out, index=False); tab.to_csv(Path(args.out).with_suffix('.auc.csv'), index=False)
     elif args.cmd == 'eval':
         from numcook.models import load_model_and_tokenizer
+        ecfg = EvalConfig(args.model, args.problems, args.limit, args.batch_size, args.max_new_tokens)
         problems = _read(args.problems, 'problems')[:args.limit]
+        out = Path(args.out)
+        if out.exists() and out.stat().st_size:               # results of another model or problem file must not mix
+            diff = config_mismatch(out.with_suffix('.config.json'), {k: getattr(ecfg, k) for k in ('model', 'problems', 'max_new_tokens')})
+            if diff: raise NumcookError(f"{out} holds results made with {', '.join(diff)}: choose another --out, or remove it")
         model, tok = load_model_and_tokenizer(args.model)
-        recs = evaluate_model(model, tok, problems, args.out, args.batch_size, args.max_new_tokens)
+        save_config(ecfg, out.with_suffix('.config.json'))
+        recs = evaluate_model(model, tok, problems, out, args.batch_size, args.max_new_tokens)
         print(f'{sum(r["correct"] for r in recs)}/{len(recs)} correct; results in {args.out}')
     return 0

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 # %% auto #0
 __all__ = ['NumcookError', 'did_you_mean', 'Registry', 'derive_seed', 'rng', 'seed_everything', 'parse_range', 'progress',
-           'to_jsonable', 'save_config', 'load_config', 'read_jsonl', 'write_jsonl', 'JsonlLog']
+           'to_jsonable', 'save_config', 'config_mismatch', 'load_config', 'read_jsonl', 'write_jsonl', 'JsonlLog']
 
 # %% ../nbs/00_utils.ipynb #be2d5fef
 class NumcookError(ValueError):
@@ -102,15 +102,23 @@ def to_jsonable(obj):
     if isinstance(obj, Path): return str(obj)
     return obj
 
-def save_config(cfg, path:str|Path) -> Path:
-    "Write dataclass `cfg` as pretty JSON to `path` (a file, or a folder that gets `config.json`)."
+def save_config(cfg, path:str|Path, **extra) -> Path:
+    "Write dataclass `cfg` (and `extra` keys) as pretty JSON to `path` (a file, or a folder that gets `config.json`)."
     path = Path(path)
     if path.suffix != '.json': path = path / 'config.json'
     path.parent.mkdir(parents=True, exist_ok=True)
     from numcook import __version__
-    data = {'_class': type(cfg).__qualname__, '_numcook_version': __version__, **to_jsonable(cfg)}
+    data = {'_class': type(cfg).__qualname__, '_numcook_version': __version__, **to_jsonable(cfg), **to_jsonable(extra)}
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + '\n')
     return path
+
+def config_mismatch(path:str|Path, expected:dict) -> list[str]:
+    "The keys of `expected` that the config saved at `path` (if there is one) holds with other values, as 'key saved (now value)'."
+    path = Path(path)
+    if path.is_dir(): path = path / 'config.json'
+    if not path.exists(): return []
+    old = json.loads(path.read_text())
+    return [f'{k} {old.get(k)!r} (now {v!r})' for k, v in to_jsonable(expected).items() if old.get(k) != v]
 
 def load_config(cls, path:str|Path):
     "Rebuild dataclass `cls` from a file written by `save_config`, ignoring unknown keys."

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import torch
-from .utils import (NumcookError, Registry, JsonlLog, did_you_mean, read_jsonl, save_config, load_config,
+from .utils import (NumcookError, Registry, JsonlLog, did_you_mean, read_jsonl, save_config, load_config, config_mismatch,
                            progress, to_jsonable)
 from .families import Family, Instance, Prompt, get_family, render, FAMILIES
 from .trie import Trie, build_trie, tree_mask, verified_nodes
@@ -408,11 +408,9 @@ def zero_error_horizon(model, tokenizer, cfg:ZehConfig, out_dir:str|Path|None=No
     return summ
 
 def _check_resume(cfg:ZehConfig, out_dir:Path):
-    p = out_dir / 'config.json'
-    if not p.exists(): return
-    old = load_config(ZehConfig, p)
+    "Refuse to resume a run in `out_dir` that was made with other settings (one-line error)."
     same = ('model', 'family', 'prompt', 'sample', 'seed', 'slack_tokens', 'min_size')
-    diff = [k for k in same if getattr(old, k) != getattr(cfg, k)]
+    diff = config_mismatch(out_dir / 'config.json', {k: getattr(cfg, k) for k in same})
     if diff: raise NumcookError(f"{out_dir} holds a run with different {', '.join(diff)}; use another --out folder")
 
 # %% ../nbs/22_zeh.ipynb #d0f64065

@@ -3,7 +3,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from numcook.gsm import make_problem, generate, cli, parse_context
+from numcook.gsm import GENERATOR_VERSION, make_problem, generate, cli, parse_context
 from numcook.gsm_graph import TokenCounter, to_networkx, is_acyclic
 from numcook.gsm_realistic import TEMPLATES
 from numcook.gsm_score import extract_answer, is_correct
@@ -164,6 +164,24 @@ def test_symbolic_blocks_are_prefix_stable():
     for i in (0, B - 1, B, B + 2):
         assert make_problem('symbolic', 4, index=i, seed=9) == many[i]
         check(many[i])
+
+
+def test_cli_resume_refuses_other_settings(tmp_path):
+    "A file is only completed with problems of its own settings and generator version; --ops and --per-op may grow."
+    f = tmp_path / 'g.jsonl'
+    base = ['generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '4', '--context', '1k', '--seed', '1', '--out', str(f)]
+    assert cli(base) == 0
+    for extra, msg in [(['--seed', '2'], r'seed 1 \(now 2\)'), (['--context', '0'], r'context_tokens 1024 \(now 0\)'),
+                       (['--mode', 'forward'], r"mode 'both' \(now 'forward'\)"), (['--subset', 'hard'], 'subset')]:
+        with pytest.raises(NumcookError, match=msg): cli(base + extra)
+    assert cli(base + ['--context', '1024', '--ops', '2-4', '--per-op', '6']) == 0       # the same context, more problems
+    g = tmp_path / 'fresh.jsonl'
+    assert cli(base[:-1] + [str(g), '--ops', '2-4', '--per-op', '6']) == 0
+    assert sorted(f.read_text().splitlines()) == sorted(g.read_text().splitlines())     # as if made in one run
+    cfg = json.loads((tmp_path / 'g.config.json').read_text())
+    assert cfg['generator'] == GENERATOR_VERSION and cfg['per_op'] == 6
+    (tmp_path / 'g.config.json').write_text(json.dumps({**cfg, 'generator': GENERATOR_VERSION - 1}))
+    with pytest.raises(NumcookError, match=f'generator {GENERATOR_VERSION - 1}'): cli(base)
 
 
 def test_workers_do_not_change_the_output(tmp_path):

@@ -2,7 +2,7 @@ import json
 import pytest
 from numcook.gsm import cli, generate
 from numcook.gsm_score import evaluate_model, extract_answer, is_correct, gsm_prompt
-from numcook.utils import read_jsonl
+from numcook.utils import NumcookError, read_jsonl
 from numcook.gsm_graph import is_acyclic
 
 
@@ -55,6 +55,9 @@ def test_cli_eval_and_score(tmp_path, tiny_lm, capsys):
     assert cli(['eval', '--model', str(d), '--problems', str(f), '--out', str(res), '--batch-size', '2',
                 '--max-new-tokens', '3']) == 0
     assert len(read_jsonl(res)) == 4
+    assert json.loads((tmp_path / 'r.config.json').read_text())['max_new_tokens'] == 3
+    with pytest.raises(NumcookError, match=r'max_new_tokens 3 \(now 5\)'):      # results of other settings never mix
+        cli(['eval', '--model', str(d), '--problems', str(f), '--out', str(res), '--max-new-tokens', '5'])
     assert cli(['score', '--problems', str(f), '--replies', str(res)]) == 0
     assert 'averaged score' in capsys.readouterr().out
 
