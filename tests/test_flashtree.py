@@ -7,6 +7,7 @@ import pytest
 import torch
 from numcook import flashtree as ft
 from numcook.utils import NumcookError
+from zeh_helpers import random_seqs
 
 
 def brute_end(depths):
@@ -18,10 +19,6 @@ def brute_is_dfs_layout(end):
     n = len(end)
     if any(not (i < end[i] <= n) for i in range(n)): return False
     return all(end[i] <= end[j] for i in range(n) for j in range(i) if i < end[j])
-
-
-def random_seqs(r, n, vocab=4, maxlen=6):
-    return [[r.randrange(vocab) for _ in range(r.randint(1, maxlen))] for _ in range(n)]
 
 
 def test_build_tree_is_a_trie_in_dfs_order():

@@ -2,16 +2,13 @@
 import random
 import torch
 from numcook.trie import build_trie, tree_mask, verified_nodes
-
-
-def _random_seqs(r, n, vocab=4, maxlen=6):
-    return [[r.randrange(vocab) for _ in range(r.randint(1, maxlen))] for _ in range(n)]
+from zeh_helpers import random_seqs
 
 
 def test_trie_against_brute_force():
     r = random.Random(0)
     for trial in range(40):
-        seqs = _random_seqs(r, r.randint(1, 12))
+        seqs = random_seqs(r, r.randint(1, 12))
         t = build_trie(seqs)
         N = len(t)
         # every path spells its sequence; distinct prefixes are distinct nodes

@@ -1,4 +1,4 @@
-"Models whose answers the tests control, and a brute-force greedy oracle, for the ZEH tests."
+"Models whose answers the tests control, a brute-force greedy oracle, and random token sequences, for the ZEH tests."
 import torch
 from numcook.families import ExactAnswer, get_family, relabel
 from numcook.zeh import Verifier, toy_chat_tokenizer, toy_model
@@ -76,3 +76,8 @@ def expected_horizon(fam, expected, max_size):
         bad = [i.id for i in fam.instances(n) if not expected[i.id]]
         if bad: return n - 1, bad[0]
     return max_size, None
+
+
+def random_seqs(r, n, vocab=4, maxlen=6):
+    "`n` random token sequences (lengths 1 to `maxlen`, tokens below `vocab`) from `random.Random` `r`: trie and FlashTree inputs."
+    return [[r.randrange(vocab) for _ in range(r.randint(1, maxlen))] for _ in range(n)]
