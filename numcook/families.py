@@ -168,19 +168,22 @@ def _parens(n, i):
     s = _bits(n, i).replace('0', '(').replace('1', ')')
     return s, 'Yes' if _balanced(s) else 'No', {'s': s}
 
+def _strings_family(name, item, choices, instruction, doc) -> Family:
+    "A family over all 2^n strings of length n (instance i: the n-bit binary of i) with a two-way answer."
+    return Family(name, lambda n: 2 ** n, item, ChoiceAnswer(*choices), {'baseline': Prompt('baseline', instruction, '{s}')},
+                  max_exhaustive=22, doc=doc)
+
 @FAMILIES.register('parity')
 def parity() -> Family:
     "Parity (XOR) of binary strings of length n."
-    return Family('parity', lambda n: 2 ** n, _parity, ChoiceAnswer('0', '1'),
-                  {'baseline': Prompt('baseline', 'Compute the parity (XOR) of the binary string. Answer with only 0 or 1.', '{s}')},
-                  max_exhaustive=22, doc='B_n = {0,1}^n, lexicographic')
+    return _strings_family('parity', _parity, ('0', '1'), 'Compute the parity (XOR) of the binary string. Answer with only 0 or 1.',
+                           'B_n = {0,1}^n, lexicographic')
 
 @FAMILIES.register('parentheses')
 def parentheses() -> Family:
     "Is a string of n parentheses balanced?"
-    return Family('parentheses', lambda n: 2 ** n, _parens, ChoiceAnswer('Yes', 'No'),
-                  {'baseline': Prompt('baseline', 'Is the parentheses string balanced? Answer with only Yes or No.', '{s}')},
-                  max_exhaustive=22, doc='B_n = {"(", ")"}^n, lexicographic with "(" < ")"')
+    return _strings_family('parentheses', _parens, ('Yes', 'No'), 'Is the parentheses string balanced? Answer with only Yes or No.',
+                           'B_n = {"(", ")"}^n, lexicographic with "(" < ")"')
 
 # %% ../nbs/20_families.ipynb #6aa41ee3
 def chromatic_number(g:nx.Graph) -> int:
