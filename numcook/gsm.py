@@ -9,7 +9,7 @@ import numpy as np
 from dataclasses import dataclass, field
 from pathlib import Path
 from .utils import (NumcookError, JsonlLog, did_you_mean, derive_seed, parse_range, progress, read_jsonl, rng, save_config,
-                           config_mismatch)
+                           check_resume)
 from .gsm_graph import FastDraws, TokenCounter, graph_dict, to_networkx, is_acyclic, approx_tokens
 from .gsm_symbolic import (SYM_LEX, SYM_OPS, symbolic_cores, sym_draws, sym_id_range, sym_names, block_rows, block_sentence_atoms, block_solution_atoms,
                                   block_answers, block_questions)
@@ -335,10 +335,8 @@ _RESUME_SAME = ('subset', 'seed', 'mode', 'template', 'tokenizer')     # ops and
 
 def _check_resume(cfg:GenerateConfig, out:Path):
     "Refuse to append to `out` if its problems were made with other settings or by another generator version (one-line error)."
-    if not (out.exists() and out.stat().st_size): return
     expected = {**{k: getattr(cfg, k) for k in _RESUME_SAME}, 'context_tokens': parse_context(cfg.context), 'generator': GENERATOR_VERSION}
-    diff = config_mismatch(out.with_suffix('.config.json'), expected)
-    if diff: raise NumcookError(f"{out} holds problems made with {', '.join(diff)}: choose another --out, or remove it")
+    check_resume(out, out.with_suffix('.config.json'), expected)
 
 def cli(argv:list[str]|None=None) -> int:
     "`numcook gsm {generate,score,eval} ...`"
@@ -370,9 +368,7 @@ def cli(argv:list[str]|None=None) -> int:
         ecfg = EvalConfig(args.model, args.problems, args.limit, args.batch_size, args.max_new_tokens)
         problems = _read(args.problems, 'problems')[:args.limit]
         out = Path(args.out)
-        if out.exists() and out.stat().st_size:               # results of another model or problem file must not mix
-            diff = config_mismatch(out.with_suffix('.config.json'), {k: getattr(ecfg, k) for k in ('model', 'problems', 'max_new_tokens')})
-            if diff: raise NumcookError(f"{out} holds results made with {', '.join(diff)}: choose another --out, or remove it")
+        check_resume(out, out.with_suffix('.config.json'), {k: getattr(ecfg, k) for k in ('model', 'problems', 'max_new_tokens')})
         model, tok = load_model_and_tokenizer(args.model)
         save_config(ecfg, out.with_suffix('.config.json'))
         recs = evaluate_model(model, tok, problems, out, args.batch_size, args.max_new_tokens)

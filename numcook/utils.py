@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 # %% auto #0
 __all__ = ['NumcookError', 'did_you_mean', 'Registry', 'derive_seed', 'rng', 'seed_everything', 'parse_range', 'progress',
-           'to_jsonable', 'save_config', 'config_mismatch', 'load_config', 'read_jsonl', 'write_jsonl', 'JsonlLog']
+           'to_jsonable', 'save_config', 'config_mismatch', 'check_resume', 'load_config', 'read_jsonl', 'write_jsonl',
+           'JsonlLog']
 
 # %% ../nbs/00_utils.ipynb #be2d5fef
 class NumcookError(ValueError):
@@ -119,6 +120,13 @@ def config_mismatch(path:str|Path, expected:dict) -> list[str]:
     if not path.exists(): return []
     old = json.loads(path.read_text())
     return [f'{k} {old.get(k)!r} (now {v!r})' for k, v in to_jsonable(expected).items() if old.get(k) != v]
+
+def check_resume(out:str|Path, config:str|Path, expected:dict):
+    "Refuse (one-line error) to resume `out` (a results file or folder) if its saved `config` differs from `expected`."
+    out = Path(out)
+    if not out.exists() or (out.is_file() and not out.stat().st_size): return      # nothing to resume
+    diff = config_mismatch(config, expected)
+    if diff: raise NumcookError(f"{out} holds a run with different settings: {', '.join(diff)}; use another --out, or remove it")
 
 def load_config(cls, path:str|Path):
     "Rebuild dataclass `cls` from a file written by `save_config`, ignoring unknown keys."

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import torch
-from .utils import (NumcookError, Registry, JsonlLog, did_you_mean, read_jsonl, save_config, load_config, config_mismatch,
+from .utils import (NumcookError, Registry, JsonlLog, did_you_mean, read_jsonl, save_config, load_config, check_resume,
                            progress, to_jsonable)
 from .families import Family, Instance, Prompt, get_family, render, FAMILIES
 from .trie import Trie, build_trie, tree_mask, verified_nodes
@@ -410,8 +410,7 @@ def zero_error_horizon(model, tokenizer, cfg:ZehConfig, out_dir:str|Path|None=No
 def _check_resume(cfg:ZehConfig, out_dir:Path):
     "Refuse to resume a run in `out_dir` that was made with other settings (one-line error)."
     same = ('model', 'family', 'prompt', 'sample', 'seed', 'slack_tokens', 'min_size')
-    diff = config_mismatch(out_dir / 'config.json', {k: getattr(cfg, k) for k in same})
-    if diff: raise NumcookError(f"{out_dir} holds a run with different {', '.join(diff)}; use another --out folder")
+    check_resume(out_dir, out_dir / 'config.json', {k: getattr(cfg, k) for k in same})
 
 # %% ../nbs/22_zeh.ipynb #d0f64065
 def summarize(records:list[dict], cfg:ZehConfig, timings:list[dict]=(), limiter_answer:str|None=None,
