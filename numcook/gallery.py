@@ -16,7 +16,7 @@ from .utils import NumcookError, did_you_mean, to_jsonable
 from .repro import repo_root, list_notebooks
 
 # %% auto #0
-__all__ = ['SUPPORT', 'CLAIM_COLUMNS', 'VERSIONED', 'save_png', 'published', 'Claim', 'write_claims', 'fingerprint',
+__all__ = ['SUPPORT', 'CLAIM_COLUMNS', 'VERSIONED', 'save_png', 'published', 'beside', 'Claim', 'write_claims', 'fingerprint',
            'write_config', 'stale_figures', 'is_timing_file', 'output_hashes']
 
 # %% ../nbs/92_repro_gallery.ipynb #f8c54d72
@@ -44,6 +44,20 @@ def published(name:str) -> pd.DataFrame:
     missing = [c for c in ('paper', 'source') if c not in df.columns]
     if missing: raise NumcookError(f"data/published/{name}.csv lacks the column(s) {', '.join(missing)}: every file names its paper and source")
     return df
+
+# %% ../nbs/92_repro_gallery.ipynb #272617e6
+def beside(measured:pd.DataFrame, paper:pd.DataFrame, on:str|list[str], cols:Iterable[str]) -> pd.DataFrame:
+    "`measured` with the paper's `cols` joined on the key column(s) `on`, as `paper_<col>` right after each measured `<col>`."
+    on, cols = ([on] if isinstance(on, str) else list(on)), list(cols)
+    missing = [c for c in on + cols if c not in paper.columns]
+    if missing: raise NumcookError(f"the paper's table has no column(s) {', '.join(missing)}; it has {', '.join(paper.columns)}")
+    p = paper[on + cols].rename(columns={c: f'paper_{c}' for c in cols})
+    p = p.astype({k: measured[k].dtype for k in on if k in measured})
+    out = measured.merge(p, on=on, how='left', validate='many_to_one')
+    for c in cols:   # an integer column of the paper stays integer where a measured row has no paper row
+        if paper[c].dtype.kind in 'iu': out[f'paper_{c}'] = out[f'paper_{c}'].astype('Int64')
+    order = [x for c in measured.columns for x in ([c, f'paper_{c}'] if c in cols else [c])]
+    return out[order + [f'paper_{c}' for c in cols if c not in measured.columns]]
 
 # %% ../nbs/92_repro_gallery.ipynb #793de386
 SUPPORT = ('yes', 'no', 'not tested at this scale')
