@@ -12,7 +12,7 @@ from numcook.zeh_analysis import (multiplication_grid_order, has_carry, is_struc
                                   frequency_correlation, spearman_table, structured_error_table, carry_design,
                                   carry_logit, carry_logit_l2, analysis_tables)
 from numcook.zoo import (ZooConfig, sample_training_pairs, training_pair_counts, pair_probabilities, build_zoo,
-                         load_inputs, trained_backend_available, member_name, zoo_family)
+                         build_zoos, trained_backend_available, member_name, zoo_family, read_frequency_json)
 
 
 def grid(n, wrong, model='m-1B'):
@@ -321,8 +321,7 @@ def test_zoo_cache_is_reused_and_labelled(tmp_path):
     again = build_zoo(cfg, tmp_path)
     assert (again.path / 'results.jsonl').stat().st_mtime_ns == mtime
     assert again.results.correct.tolist() == zoo.results.correct.tolist()
-    inp = load_inputs(cfg=cfg, cache_root=tmp_path)
-    assert sum(inp.pair_counts.values()) == 800 and set(inp.baseline.prompt) == {'baseline'}
+    assert sum(read_frequency_json(zoo.frequency_file).values()) == 800
     with pytest.raises(NumcookError, match='Valid choices'): ZooConfig(backend='gpu')
 
 
@@ -349,3 +348,31 @@ def test_trained_zoo_agrees_with_plain_greedy_decoding(tmp_path):
         answer = tok.decode(new[:new.index(tok.eos_token_id)] if ended else new, skip_special_tokens=True).strip()
         assert r.correct == (ended and answer == str(a * b)), (a, b, r.prompt, answer)
         if ended and answer.isdigit(): assert r.pred == int(answer)   # the recorded prediction is the model's answer
+
+
+@pytest.mark.skipif(not trained_backend_available(), reason='needs numcook.train and numcook.zeh')
+def test_zoos_trained_in_two_processes_equal_one_process_byte_for_byte(tmp_path):
+    cfg = ZooConfig(max_operand=4, train_examples=300, hidden=(8, 16), layers=(1, 1), steps=15, prompts=('baseline', 'eval'),
+                    backend='trained', device='cpu')
+    two = build_zoos(cfg, seeds=(0, 1), cache_root=tmp_path / 'two', workers=2)
+    one = build_zoos(cfg, seeds=(0, 1), cache_root=tmp_path / 'one', workers=1)
+    for a, b in zip(two, one):
+        assert (a.path / 'results.jsonl').read_bytes() == (b.path / 'results.jsonl').read_bytes()
+        assert len(a.results) == 2 * 2 * 16 and list(a.results.model.unique()) == [member_name(cfg, 0), member_name(cfg, 1)]
+    assert two[0].results.pred.tolist() != two[1].results.pred.tolist()   # the seeds train different models
+
+
+def test_gzipped_released_files_read_like_plain_ones(tmp_path):
+    import gzip
+    plain = write_grid(tmp_path / 'Org_Tiny-7B-Instruct_grid.json', 'Org/Tiny-7B-Instruct', 4, {(3, 4): 11, (4, 4): 17})
+    (tmp_path / 'gz').mkdir()
+    packed = tmp_path / 'gz' / (plain.name + '.gz')
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
+    assert read_grid_dir(tmp_path / 'gz').equals(read_grid_json(plain))
+    (tmp_path / 'gz' / plain.name).write_bytes(plain.read_bytes())
+    with pytest.raises(NumcookError, match='both compressed and not'): read_grid_dir(tmp_path / 'gz')
+    f = write_frequency_json({(2, 3): 4}, tmp_path / 'f.json')
+    (tmp_path / 'f.json.gz').write_bytes(gzip.compress(f.read_bytes()))
+    assert read_frequency_json(tmp_path / 'f.json.gz') == read_frequency_json(f) == {(2, 3): 4}
+    (tmp_path / 'bad.json.gz').write_bytes(b'not gzip')
+    with pytest.raises(NumcookError, match='cannot read frequency file'): read_frequency_json(tmp_path / 'bad.json.gz')
