@@ -43,11 +43,20 @@ def run(name, tmp_path, **params):
     return out
 
 
+def claims_of(out):
+    c = pd.read_csv(out / 'claims.csv', keep_default_na=False)
+    assert list(c.columns) == ['claim', 'paper_evidence', 'run_evidence', 'supported', 'reason'] and len(c)
+    assert set(c.supported) <= {'yes', 'no', 'not tested at this scale'}
+    assert all(r.reason for r in c.itertuples() if r.supported != 'yes')
+    return c
+
+
 def test_tab3_fig3(released, tmp_path):
-    out = run('zeh_tab3_fig3', tmp_path, grid_results_dir=str(released / 'grid_results'))
+    out = run('zeh_tab3_fig3', tmp_path, grid_results_dir=str(released / 'grid_results'), fig3_models='')
     t3 = pd.read_csv(out / 'table3_zeh_accuracy.csv')
-    assert list(t3.columns) == ['model', 'params_b', 'zeh', 'limiter_a', 'limiter_b', 'limiter_expected',
-                                'limiter_predicted', 'accuracy']
+    assert {'model', 'params_b', 'zeh', 'paper_zeh', 'limiter_a', 'limiter_b', 'limiter_expected', 'limiter_predicted',
+            'accuracy', 'accuracy_pct', 'paper_accuracy_pct'} <= set(t3.columns)
+    assert list(t3.model) == ['Fix-0.5B-Instruct', 'Fix-7B-Instruct', 'Fix-72B-Instruct'] and t3.paper_zeh.isna().all()
     assert list(t3.params_b) == [0.5, 7.0, 72.0]
     assert list(t3.zeh) == [brute_zeh(w) for w in FIXTURE.values()] == [0, 7, 11]
     assert list(zip(t3.limiter_a, t3.limiter_b)) == [(1, 1), (1, 8), (11, 12)]
@@ -55,17 +64,23 @@ def test_tab3_fig3(released, tmp_path):
     assert np.allclose(t3.accuracy, [1 - len(w) / N / N for w in FIXTURE.values()])
     acc = pd.read_csv(out / 'figure3_accuracy_by_range.csv')
     # ranges 20/50/99 scaled to the 12-grid: 2, 6, 12
-    assert math.isclose(acc.loc[1, 'accuracy_le_6'], 1.0) and math.isclose(acc.loc[0, 'accuracy_le_6'], 33 / 36)  # 1x1, 3x5, 6x6 wrong
-    assert (out / 'figure3_error_maps.png').stat().st_size > 10_000
+    assert sorted(set(acc.n)) == [2, 6, 12]
+    a6 = acc.set_index(['model', 'n']).accuracy
+    assert math.isclose(a6['Fix-7B-Instruct', 6], 1.0) and math.isclose(a6['Fix-0.5B-Instruct', 6], 33 / 36)  # 1x1, 3x5, 6x6 wrong
+    assert (out / 'figure3_error_maps.png').stat().st_size > 10_000 and (out / 'table3_zeh_accuracy.png').exists()
     assert len(pd.read_csv(out / 'figure3_errors.csv')) == sum(map(len, FIXTURE.values()))
+    c = claims_of(out)
+    assert c.supported[0] == 'no'   # these are not the paper's models: Table 3 as printed is not reproduced
+    cfg = json.loads((out / 'config.json').read_text())
+    assert len(cfg['fingerprint']) == 64 and all(d.startswith('external:') for d in cfg['data'])
 
 
 def test_tab4_spearman(released, tmp_path):
     out = run('zeh_tab4_spearman', tmp_path, grid_results_dir=str(released / 'grid_results'),
               frequency_file=str(released / 'freq.json'))
     t4 = pd.read_csv(out / 'table4_spearman.csv')
-    assert list(t4.columns) == ['model', 'params_b', 'rho_as_published', 'rho_symmetric', 'p_value_as_published',
-                                'p_value_symmetric']
+    assert list(t4.columns[:6]) == ['model', 'params_b', 'rho_as_published', 'rho_symmetric', 'p_value_as_published',
+                                    'p_value_symmetric'] and 'paper_rho_as_published_4dp' in t4
     for (model, wrong), row in zip(FIXTURE.items(), t4.itertuples()):
         ab = [(a, b) for a in range(1, N + 1) for b in range(1, N + 1)]
         y = [int(x not in wrong) for x in ab]
@@ -75,23 +90,27 @@ def test_tab4_spearman(released, tmp_path):
         assert math.isclose(row.rho_symmetric, sym.statistic, abs_tol=1e-12)
         assert math.isclose(row.p_value_symmetric, sym.pvalue, rel_tol=1e-9)
     assert (out / 'table4_spearman.png').exists()
+    claims_of(out)
 
 
 def test_tab5_structured(released, tmp_path):
     out = run('zeh_tab5_structured', tmp_path, grid_results_dir=str(released / 'grid_results'))
     t5 = pd.read_csv(out / 'table5_structured_errors.csv')
-    assert list(t5.columns) == ['model', 'params_b', 'total_errors', 'structured_errors', 'structured_rate']
+    assert list(t5.columns) == ['model', 'params_b', 'total_errors', 'paper_total_errors', 'structured_errors',
+                                'paper_structured_errors', 'structured_rate', 'structured_rate_pct', 'paper_structured_rate_pct']
     # by hand: 0.5B: 3*5 16 (1), 12*12 134 (10) yes, 7*9 73 (10) yes, 6*6 26 (10) yes, 1*1 2 (1), None -> 3 of 6
     # 7B: 18 vs 8 (10) yes, 71 vs 81 yes, 86 vs 96 yes, 106 vs 96 yes -> 4 of 4; 72B: 10, 10, 10 -> 3 of 3
     assert list(t5.total_errors) == [6, 4, 3] and list(t5.structured_errors) == [3, 4, 3]
     assert np.allclose(t5.structured_rate, [0.5, 1.0, 1.0])
+    claims_of(out)
 
 
 def test_tab6_carry(released, tmp_path):
     out = run('zeh_tab6_carry', tmp_path, grid_results_dir=str(released / 'grid_results'))
     t6 = pd.read_csv(out / 'table6_carry_logit.csv')
-    assert list(t6.columns) == ['term', 'coef', 'std_err', 'p_value', 'standardized']
+    assert list(t6.columns) == ['term', 'coef', 'paper_coef', 'std_err', 'p_value', 'standardized', 'diff_from_paper']
     assert list(t6.term) == ['const', 'carry', 'log10_size', 'carry_x_log10_size'] and t6.standardized.all()
+    assert math.isnan(t6.paper_coef[0]) and t6.paper_coef[3] == -0.3483
     raw = pd.read_csv(out / 'table6_carry_logit_raw.csv')
     assert not raw.standardized.any()
     # the standardized slopes are the raw ones times the columns' population standard deviations
@@ -103,15 +122,54 @@ def test_tab6_carry(released, tmp_path):
     lr = json.loads((out / 'table6_lr_test.json').read_text())
     assert lr['df'] == 1 and lr['n_instances'] == 3 * N * N
     assert math.isclose(lr['p_value'], stats.chi2.sf(lr['lr_stat'], 1), rel_tol=1e-9)
+    claims_of(out)
+
+
+TINY_ZOO = dict(zoo_max_operand=6, zoo_hidden='8,16,32', zoo_layers='1,1,1', zoo_train_examples=600,
+                zoo_backend='synthetic', zoo_seeds='0,1,2', zoo_workers=1)
 
 
 def test_tab1_2_on_a_tiny_synthetic_zoo(tmp_path):
-    out = run('zeh_tab1_2_prompts_limiters', tmp_path, zoo_cache=str(tmp_path / 'cache'), zoo_max_operand=6,
-              zoo_hidden='8,16,32', zoo_layers='1,1,1', zoo_train_examples=600, zoo_backend='synthetic')
+    out = run('zeh_tab1_2_prompts_limiters', tmp_path, zoo_cache=str(tmp_path / 'cache'), **TINY_ZOO)
     t1 = pd.read_csv(out / 'table1_prompt_stability.csv')
-    assert list(t1.columns) == ['model', 'params_b', 'baseline', 'compute', 'product', 'eval', 'answer', 'mean', 'std']
-    assert len(t1) == 3 and np.allclose(t1['mean'], t1[['baseline', 'compute', 'product', 'eval', 'answer']].mean(axis=1))
+    prompts = ['baseline', 'compute', 'product', 'eval', 'answer']
+    assert [c for c in t1.columns if c.endswith('_mean')] == [f'{p}_mean' for p in prompts + ['prompt_mean', 'prompt_std']]
+    assert len(t1) == 3 and (t1.n_seeds == 3).all() and t1[[f'{p}_sem' for p in prompts]].notna().all().all()
+    per = pd.read_csv(out / 'table1_per_seed.csv')
+    assert np.allclose(per.prompt_mean, per[prompts].mean(axis=1))
+    assert np.allclose(t1.baseline_mean, per.groupby('model', sort=False).baseline.mean())
+    vs = pd.read_csv(out / 'table1_vs_paper.csv')
+    assert list(vs.quantity) == ['within_prompt_std', 'between_model_std', 'mean_zeh_vs_size']
+    assert math.isclose(vs.paper_value[0], np.mean([4.4, 3.6, 2.1, 0.4, 7.5, 5.8, 2.1]))
     t2 = pd.read_csv(out / 'table2_limiters.csv')
-    assert set(t2.family) == {'multiplication'} and len(t2) == 3
-    cfg = json.loads((out / 'config.json').read_text())
-    assert 'SYNTHETIC' in cfg['source']
+    assert set(t2.task) == {'Multiplication'} and len(t2) == 9 and (t2.paper_zeh == 126).all()
+    c = claims_of(out)
+    assert c.supported.iloc[-1] == 'not tested at this scale'
+
+
+def test_zoo_notebook_on_a_tiny_synthetic_zoo(tmp_path):
+    out = run('zeh_zoo', tmp_path, zoo_cache=str(tmp_path / 'cache'), **TINY_ZOO)
+    s = pd.read_csv(out / 'zoo_tables3_5.csv')
+    per = pd.read_csv(out / 'zoo_per_seed.csv')
+    assert len(s) == 3 and (s.n_seeds == 3).all() and s.zeh_sem.notna().all()
+    for m in ('zeh', 'accuracy', 'structured_rate'):
+        g = per.groupby('model', sort=False)[m]
+        # a seed whose member makes no error has no structured rate: the sem is over the seeds that have one
+        assert np.allclose(s[f'{m}_mean'], g.mean()) and np.allclose(s[f'{m}_sem'], g.std(ddof=1) / np.sqrt(g.count()), equal_nan=True)
+    vs = pd.read_csv(out / 'zoo_vs_paper.csv')
+    assert list(vs.quantity) == ['zeh', 'accuracy', 'rho_symmetric', 'structured_rate', 'carry', 'log10_size', 'carry_x_log10_size']
+    assert math.isclose(vs.set_index('quantity').paper_value['carry_x_log10_size'], -0.3483)
+    t6 = pd.read_csv(out / 'zoo_table6.csv')
+    assert t6.coef_sem.notna().all() and (t6.n_seeds == 3).all()
+    assert len(claims_of(out)) == 5 and (out / 'zoo_tables3_5.png').exists() and (out / 'zoo_table6.png').exists()
+
+
+def test_released_default_is_byte_identical_across_runs(tmp_path):
+    from numcook.gallery import output_hashes
+    a = run('zeh_tab5_structured', tmp_path / 'a')
+    b = run('zeh_tab5_structured', tmp_path / 'b')
+    ha, hb = output_hashes(a), output_hashes(b)
+    assert sorted(ha) == ['claims.csv', 'config.json', 'table5_structured_errors.csv', 'table5_structured_errors.png']
+    assert {k: v for k, v in ha.items() if k != 'config.json'} == {k: v for k, v in hb.items() if k != 'config.json'}
+    ca, cb = (json.loads((d / 'config.json').read_text()) for d in (a, b))
+    assert ca['params'].pop('out_dir') != cb['params'].pop('out_dir') and ca == cb   # the folders differ, nothing else
