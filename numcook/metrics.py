@@ -148,43 +148,57 @@ def digit_limits(records_or_items):
     return pd.DataFrame(rows)
 
 # %% ../nbs/03_metrics.ipynb #422fb7a5
+_ITEM_FIELDS = {'task': str, 'length': int, 'answer': str}   # what scoring needs of an item (an integer gold is read as its digits)
+
+def _item_problem(obj:dict) -> str|None:
+    "Why a record cannot be scored as a NUPA item (missing or mistyped field, unknown task), or None."
+    missing = [k for k in _ITEM_FIELDS if k not in obj]
+    if missing: return f"missing {', '.join(missing)}"
+    if isinstance(obj['answer'], int) and not isinstance(obj['answer'], bool): obj['answer'] = str(obj['answer'])
+    for k, t in _ITEM_FIELDS.items():
+        if not isinstance(obj[k], t) or isinstance(obj[k], bool): return f"field {k!r} should be {'a string' if t is str else 'an integer'}, not {json.dumps(obj[k])[:30]}"
+    try: get_task(obj['task'])
+    except NumcookError: return f"unknown task {obj['task']!r}"
+    return None
+
 def read_predictions(path:str|Path, test:str|Path|None=None) -> tuple[list[dict], list[str]]:
-    "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found."
+    "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found; a repeated id is refused."
+    from numcook.utils import read_records
     path = Path(path)
     if not path.is_file(): raise NumcookError(f"no predictions file {str(path)!r}")
-    problems, recs = [], []
+    problems, recs, parsed, seen = [], [], [], {}
     lines = path.read_text(encoding='utf-8', errors='replace').splitlines()
-    parsed = []
     for i, line in enumerate(lines, 1):
         if not line.strip(): continue
         try:
             obj = json.loads(line)
             if not isinstance(obj, dict): raise ValueError
         except ValueError:
-            problems.append(f"line {i}: not a JSON object"); parsed.append((i, None)); continue
+            problems.append(f"line {i}: not a JSON object"); continue
+        if 'id' in obj:                                   # an item scored twice would count twice
+            k = json.dumps(obj['id'])
+            if k in seen: raise NumcookError(f"{path}: line {i} repeats id {obj['id']!r} of line {seen[k]}; each item may be scored once")
+            seen[k] = i
         parsed.append((i, obj))
     if test is not None:
-        from numcook.utils import read_jsonl
-        tpath = Path(test)
-        if not tpath.is_file(): raise NumcookError(f"no test file {str(tpath)!r}")
-        items = read_jsonl(tpath)
+        items = read_records(test, 'test items', {'id': (str, int)})
+        for n, it in enumerate(items, 1):
+            why = _item_problem(it)
+            if why: raise NumcookError(f"{test}: item {n} ({it['id']!r}): {why}")
         preds = {}
         for i, obj in parsed:
-            if obj is None: continue
             if 'id' not in obj: problems.append(f"line {i}: no 'id'"); continue
-            preds[obj['id']] = obj.get('prediction')
+            preds[json.dumps(obj['id'])] = obj.get('prediction')
         for it in items:
-            if it['id'] not in preds: problems.append(f"item {it['id']}: no prediction")
-            recs.append({**it, 'prediction': preds.get(it['id'])})
-        known = {it['id'] for it in items}
-        problems += [f"prediction for unknown id {k!r}" for k in preds if k not in known]
+            k = json.dumps(it['id'])
+            if k not in preds: problems.append(f"item {it['id']}: no prediction")
+            recs.append({**it, 'prediction': preds.get(k)})
+        known = {json.dumps(it['id']) for it in items}
+        problems += [f"prediction for unknown id {json.loads(k)!r}" for k in preds if k not in known]
     else:
         for i, obj in parsed:
-            if obj is None: continue
-            missing = [k for k in ('task', 'length', 'answer') if k not in obj]
-            if missing: problems.append(f"line {i}: missing {', '.join(missing)}; not scored"); continue
-            try: get_task(obj['task'])
-            except NumcookError: problems.append(f"line {i}: unknown task {obj['task']!r}; not scored"); continue
+            why = _item_problem(obj)
+            if why: problems.append(f"line {i}: {why}; not scored"); continue
             recs.append(obj)
     for r in recs:
         if 'prediction' in r and not isinstance(r['prediction'], str) and r['prediction'] is not None:

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 from .utils import NumcookError, Registry, did_you_mean, parse_range, progress, rng, write_jsonl
 from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scientific
+from .utils import ArgParser, OutputGuard, atomic_file, confirm_large, int_arg
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DIGITS', 'MAX_LENGTH', 'TASK_PROMPTS',
            'FORMAT_PROMPTS', 'ANSWER_REGEX', 'SYSTEM_PROMPT', 'A13_EXAMPLES', 'TASKS', 'ALIASES', 'NUPA_41',
-           'PROMPT_STYLES', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate', 'generate',
-           'to_dataframe', 'summarize_task', 'summarize', 'make_prompt', 'task_table', 'cli']
+           'PROMPT_STYLES', 'GENERATE_LIMIT_BYTES', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate',
+           'generate', 'to_dataframe', 'summarize_task', 'summarize', 'make_prompt', 'task_table', 'generate_estimate',
+           'cli']
 
 # %% ../nbs/02_nupa.ipynb #2c31e9d9
 CATEGORIES = {  # the 17 task kinds, grouped into the paper's four ability categories (Table 1 order)
@@ -560,7 +562,7 @@ def task_table():
                          for t in TASKS.values()])
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='numcook nupa', description='NUPA Test (Number Cookbook §2): tasks, items, scores.')
+    p = ArgParser(prog='numcook nupa', description='NUPA Test (Number Cookbook §2): tasks, items, scores.')
     sub = p.add_subparsers(dest='cmd', metavar='{list,generate,score}')
     sub.required = True
     pl = sub.add_parser('list', help='list the tasks', description='List the NUPA tasks and their properties.')
@@ -568,26 +570,22 @@ def _parser() -> argparse.ArgumentParser:
     pg = sub.add_parser('generate', help='generate NUPA items as JSON Lines', description='Generate NUPA items.')
     pg.add_argument('--tasks', default='all', help="comma list of task names, 'all' (default) or 'nupa41'")
     pg.add_argument('--lengths', default=None, help="lengths like '1-20' or '1-5,10' (default: each task's own range)")
-    pg.add_argument('--n', default='1000', help='items per task and length (default 1000)')
-    pg.add_argument('--seed', default='0', help='random seed (default 0)')
-    pg.add_argument('--out', required=True, help='output .jsonl file')
+    pg.add_argument('--n', type=int_arg(1), default=1000, help='items per task and length (default 1000)')
+    pg.add_argument('--seed', type=int_arg(0), default=0, help='random seed (default 0)')
+    pg.add_argument('--out', required=True, help='output .jsonl file (its settings go to .config.json beside it)')
+    pg.add_argument('--yes', action='store_true', help=f'go ahead when the estimated output exceeds {GENERATE_LIMIT_BYTES / 1e9:g} GB')
     ps = sub.add_parser('score', help='score predictions', description='Score predictions with the NUPA metrics.')
     ps.add_argument('predictions', help="JSON Lines of items with a 'prediction' field (or 'id' and 'prediction' with --test)")
     ps.add_argument('--test', default=None, help='the generated items, when predictions carry only id and prediction')
     ps.add_argument('--out', default=None, help='CSV file for the per-task, per-range table')
     return p
 
-def _int_arg(v:str, what:str) -> int:
-    try: return int(v)
-    except ValueError: raise NumcookError(f"bad {what} {v!r}: give an integer") from None
+GENERATE_LIMIT_BYTES = 4e9  # `nupa generate` asks for --yes above this estimated output (the default 3.3M items: about 1.6 GB)
 
-def _write_out(path:str, write:Callable[[Path], object]) -> Path:
-    p = Path(path)
-    if p.is_dir(): raise NumcookError(f"bad output path {path!r}: it is a directory, give a file name")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True); write(p)
-    except OSError as e: raise NumcookError(f"cannot write {path!r}: {e.strerror or e}") from None
-    return p
+def generate_estimate(names:list[str], lengths:list[int]|None, n:int) -> tuple[int, float]:
+    "(items, bytes) that `generate` will write at most: `n` per task and length, about 250 + 5 bytes per digit of length each."
+    pairs = [(t, L) for t in names for L in (lengths or get_task(t).lengths)]
+    return len(pairs) * n, sum(n * (250 + 5 * L) for _, L in pairs)
 
 def cli(argv:list[str]|None=None) -> int:
     "`numcook nupa list|generate|score`."
@@ -597,12 +595,18 @@ def cli(argv:list[str]|None=None) -> int:
         if args.only41: df = df[df.in_41]
         print(df.to_string(index=False)); return 0
     if args.cmd == 'generate':
-        n, seed = _check_n(_int_arg(args.n, 'count')), _int_arg(args.seed, 'seed')
         names = task_names(args.tasks)
-        if args.lengths is not None: parse_range(args.lengths, 'lengths', 1, MAX_LENGTH)
-        recs = iter_generate(names, args.lengths, n, seed, show_progress=True)
-        p = _write_out(args.out, lambda p: write_jsonl(recs, p))
-        print(f"wrote {sum(1 for _ in p.open())} items of {len(names)} task(s) to {p}")
+        lengths = None if args.lengths is None else parse_range(args.lengths, 'lengths', 1, MAX_LENGTH)
+        items, size = generate_estimate(names, lengths, args.n)
+        confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write up to {items:,} items (~{size / 1e9:.1f} GB)", args.yes)
+        cfg = {'_class': 'NupaGenerate', 'tasks': names, 'lengths': args.lengths, 'n': args.n, 'seed': args.seed}
+        with OutputGuard(args.out, cfg, same=()) as out:        # any earlier file of this command is replaced, never another's
+            count = [0]
+            def counted(recs):
+                for r in recs: count[0] += 1; yield r
+            write_jsonl(counted(iter_generate(names, lengths, args.n, args.seed, show_progress=True)), args.out)
+            out.done(items=count[0])
+        print(f"wrote {count[0]} items of {len(names)} task(s) to {args.out}")
         return 0
     from numcook.metrics import score_file
     table, limits, report = score_file(args.predictions, args.test)
@@ -610,5 +614,6 @@ def cli(argv:list[str]|None=None) -> int:
     print()
     print(limits.to_string(index=False))
     print(report)
-    if args.out: _write_out(args.out, lambda p: table.to_csv(p, index=False))
+    if args.out:
+        with atomic_file(args.out) as f: table.to_csv(f, index=False)
     return 0
