@@ -112,4 +112,4 @@ def encode(tok, text:str, seed:int|None=None, add_bos:bool=False) -> list[int]:
             ids += tok.convert_tokens_to_ids(random_segments(m.group(), k, r))
             last = m.end()
         if last < len(text): ids += tok(text[last:], add_special_tokens=False)['input_ids']
-    return ([tok.bos_token_id] if add_bos else []) + ids
+    return ([tok.bos_token_id] if add_bos and tok.bos_token_id is not None else []) + ids   # (a tokenizer may have no BOS)
