@@ -6,7 +6,7 @@
 from __future__ import annotations
 import argparse, datetime, json, re, sys, time
 from pathlib import Path
-from .utils import NumcookError, JsonlLog, did_you_mean, progress
+from .utils import NumcookError, JsonlLog, did_you_mean, progress, ArgParser, OutputLock, atomic_write
 
 # %% auto #0
 __all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'run_notebook', 'write_index', 'run_all', 'cli']
@@ -60,7 +60,7 @@ def write_index(root:str|Path|None=None) -> Path:
         outs = _outputs(root, nb.stem)
         lines += [f'- outputs in `figures/{nb.stem}/`: ' + (', '.join(f'`{o}`' for o in outs) if outs else '(none yet)'), '']
     path = root / 'figures' / 'INDEX.md'
-    path.parent.mkdir(exist_ok=True); path.write_text('\n'.join(lines))
+    atomic_write(path, '\n'.join(lines))
     return path
 
 # %% ../nbs/91_repro.ipynb #2e150277
@@ -86,7 +86,7 @@ def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=Non
     run_dir.mkdir(parents=True, exist_ok=True)
     failed = []
     # one record per attempt: (notebook, status, time) keys never collide, so failures are kept beside later successes
-    with JsonlLog(run_dir / 'status.jsonl', key=lambda r: (r['notebook'], r['status'], r['finished'])) as log:
+    with OutputLock(run_dir), JsonlLog(run_dir / 'status.jsonl', key=lambda r: (r['notebook'], r['status'], r['finished'])) as log:
         done_ok = {r['notebook'] for r in log.records if r['status'] == 'ok'}
         bar = progress(todo, desc='papers_repro', unit='nb')
         for nb in bar:
@@ -111,8 +111,8 @@ def _kv(s:str):
 
 def cli(argv:list[str]) -> int:
     "`numcook repro`: run the papers_repro notebooks."
-    p = argparse.ArgumentParser(prog='numcook repro', description='Run the papers_repro notebooks with papermill '
-                                '(executed copies go to RUNS/<time>/, figures to figures/, index to figures/INDEX.md).')
+    p = ArgParser(prog='numcook repro', description='Run the papers_repro notebooks with papermill '
+                  '(executed copies go to RUNS/<time>/, figures to figures/, index to figures/INDEX.md).')
     p.add_argument('--runs', default='runs', help='folder for run folders (default: runs)')
     p.add_argument('--only', nargs='+', metavar='NAME', help='notebook names (stems) to run; default all')
     p.add_argument('--resume', metavar='RUN_DIR', help='resume a crashed run, skipping notebooks already done')
