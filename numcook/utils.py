@@ -161,17 +161,17 @@ def atomic_file(path:str|Path, mode:str='w', **kwargs):
     "A file opened for writing beside `path` that replaces `path` when the block ends well, and is removed when it fails."
     path = Path(path)
     if path.is_dir(): raise NumcookError(f"cannot write {str(path)!r}: it is a folder; give a file name")
-    made = make_parents(path)
+    made, tmp = make_parents(path), None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    except BaseException: remove_folders(made); raise
-    try:
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, mode, **kwargs) as f: yield f
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError): os.unlink(tmp)
+    except BaseException as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError): os.unlink(tmp)
         remove_folders(made)
+        if isinstance(e, OSError): raise NumcookError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
         raise
 
 def glob_escape(name:str) -> str:
@@ -238,7 +238,8 @@ def check_resume(out:str|Path, config:str|Path, expected:dict, cls:str|None=None
     if old is None: raise NumcookError(f"{out} holds results but no config ({config.name}): it was not written by this command, "
                                        f"or its config was lost; use another output, or remove it")
     if cls is not None and old.get('_class') != cls:
-        raise NumcookError(f"{out} holds the output of another kind of run ({old.get('_class')}, not {cls}); use another output, or remove it")
+        what = f"another kind of run ({old['_class']}, not {cls})" if '_class' in old else f"something else ({config.name} was not written by numcook)"
+        raise NumcookError(f"{out} holds the output of {what}; use another output, or remove it")
     diff = config_mismatch(config, expected)
     if diff: raise NumcookError(f"{out} holds a run with different settings: {', '.join(diff)}; use another output, or remove it")
 
@@ -247,6 +248,8 @@ def load_config(cls, path:str|Path):
     path = Path(path)
     data = _saved(path)
     if data is None: raise NumcookError(f"no config at {path}")
+    if data.get('_class', cls.__qualname__) != cls.__qualname__:
+        raise NumcookError(f"{path} holds the config of another kind of run ({data['_class']}, not {cls.__qualname__})")
     names = {f.name for f in dataclasses.fields(cls)}
     try: return cls(**{k: v for k, v in data.items() if k in names})
     except TypeError as e: raise NumcookError(f"{path} does not hold a {cls.__name__}: {e}") from None
@@ -292,7 +295,8 @@ def output_complete(path:str|Path, config:str|Path|None=None) -> bool|None:
     config = Path(config) if config else (path / 'config.json' if path.is_dir() else path.with_suffix('.config.json'))
     try: data = _saved(config)
     except NumcookError: return None
-    return None if data is None or '_complete' not in data else bool(data['_complete'])
+    if data is None or '_complete' not in data or data.get('_output', path.name) != path.name: return None
+    return bool(data['_complete'])
 
 def read_records(path:str|Path, # a JSON Lines file
                  what:str='records', # what the file holds, for messages ('problems', 'replies', ...)
@@ -468,6 +472,7 @@ class OutputGuard:
         if config is None: config = 'config.json' if folder else self.path.with_suffix('.config.json')
         self.config_path = self.path / config if folder else Path(config)
         self.data = config_dict(cfg, **extra)
+        if not folder: self.data['_output'] = self.path.name      # 'a.jsonl' and 'a' would share 'a.config.json': say whose it is
         self.same = [k for k in self.data if not k.startswith('_')] if same is None else list(same)
         self.lock, self.fresh, self.complete_before = None, False, False
 
@@ -485,6 +490,8 @@ class OutputGuard:
             self.existed = p.exists()
             self._before = set(p.iterdir()) if self.folder and self.existed else set()
             self._old_config = self.config_path.read_bytes() if self.config_path.is_file() else None
+            owner = (_saved(self.config_path) or {}).get('_output', p.name) if not self.folder else p.name
+            if owner != p.name: raise NumcookError(f"{self.config_path} is the config of {owner}, not of {p.name}; give the output another name")
             if has_results(p, self.config_path):
                 check_resume(p, self.config_path, {k: self.data.get(k) for k in self.same}, cls=self.data['_class'])
                 self.complete_before = bool(_saved(self.config_path).get('_complete'))
