@@ -15,7 +15,7 @@ from .models import load_model, NOPE_ROPE
 from .formats import NumberFormat, REVERSE_MODES
 from .utils import ArgParser, check_output_path
 from .train import check_config, pick_device, save_model
-from .tokenizers import split_digits
+from .tokenizers import load_tokenizer, split_digits
 from .train import fit, encode_pair, nupa_pairs, config_parser, PROMPT_STYLES
 
 # %% auto #0
@@ -71,10 +71,7 @@ def prepare_base(cfg:FinetuneConfig, model=None, tokenizer=None):
     if model is None:
         model = load_model(cfg.base, **({'rope_parameters': dict(NOPE_ROPE)} if cfg.pe == 'nope' else {}))
     elif cfg.pe == 'nope': raise NumcookError("pe='nope' needs the base loaded from cfg.base (pass no model)")
-    if tokenizer is None:
-        try: tokenizer = AutoTokenizer.from_pretrained(cfg.base)
-        except (OSError, ValueError) as e: raise NumcookError(f"cannot load the tokenizer of {cfg.base!r}: {str(e).strip().splitlines()[0]}") from None
-    tok = tokenizer
+    tok = tokenizer or load_tokenizer(cfg.base)
     if tok.eos_token_id is None: raise NumcookError(f"the tokenizer of {cfg.base!r} has no end-of-sequence token, which ends every answer")
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
     if cfg.one_digit: split_digits(tok)

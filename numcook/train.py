@@ -293,12 +293,12 @@ def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None
 
 def load_trained(path:str|Path, device:str|None=None):
     "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint."
-    from transformers import AutoTokenizer
+    from numcook.tokenizers import load_tokenizer
     path = Path(path)
     if (path / 'final').is_dir(): path = path / 'final'
     elif not (path / 'config.json').exists() and (ck := latest_checkpoint(path)): path = ck
     cfg = load_config(TrainConfig, path / 'train_config.json') if (path / 'train_config.json').exists() else None
-    return load_model(str(path), device=device), AutoTokenizer.from_pretrained(str(path)), cfg
+    return load_model(str(path), device=device), load_tokenizer(str(path)), cfg
 
 # %% ../nbs/13_train.ipynb #272d47d1
 FIELD_CHECKS = {  # range checks of the numeric config fields, shared by `numcook train` and `numcook finetune` (flags and --config files)
