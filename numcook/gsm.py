@@ -367,7 +367,7 @@ def _generate_cli(args) -> None:
     ops, ctx, _, _ = _plan(cfg)                  # validates every argument before touching files
     n_problems, size = generate_estimate(cfg)
     confirm_large(ctx, CONTEXT_LIMIT, f"a problem of {ctx:,} tokens takes about {ctx * 6e-5:.0f} s and {ctx * 3e-6:.1f} GB of memory to make", args.yes)
-    confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write {n_problems:,} problems (~{size / 1e9:.1f} GB)", args.yes)
+    confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write {n_problems:,} problems (~{size / 1e9:,.1f} GB)", args.yes)
     TokenCounter(cfg.tokenizer)                  # (and that the tokenizer loads)
     with OutputGuard(args.out, cfg, same=_RESUME_SAME, generator=GENERATOR_VERSION, context_tokens=ctx) as guard:
         n = 0

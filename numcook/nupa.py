@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 from .utils import NumcookError, Registry, did_you_mean, parse_range, progress, rng, write_jsonl
 from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scientific
-from .utils import ArgParser, OutputGuard, atomic_file, confirm_large, int_arg
+from .utils import ArgParser, OutputGuard, atomic_file, check_not_input, confirm_large, int_arg
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DIGITS', 'MAX_LENGTH', 'TASK_PROMPTS',
@@ -598,7 +598,7 @@ def cli(argv:list[str]|None=None) -> int:
         names = task_names(args.tasks)
         lengths = None if args.lengths is None else parse_range(args.lengths, 'lengths', 1, MAX_LENGTH)
         items, size = generate_estimate(names, lengths, args.n)
-        confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write up to {items:,} items (~{size / 1e9:.1f} GB)", args.yes)
+        confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write up to {items:,} items (~{size / 1e9:,.1f} GB)", args.yes)
         cfg = {'_class': 'NupaGenerate', 'tasks': names, 'lengths': args.lengths, 'n': args.n, 'seed': args.seed}
         with OutputGuard(args.out, cfg, same=()) as out:        # any earlier file of this command is replaced, never another's
             count = [0]
@@ -609,6 +609,7 @@ def cli(argv:list[str]|None=None) -> int:
         print(f"wrote {count[0]} items of {len(names)} task(s) to {args.out}")
         return 0
     from numcook.metrics import score_file
+    if args.out: check_not_input(args.out, args.predictions, args.test)
     table, limits, report = score_file(args.predictions, args.test)
     print(table.to_string(index=False, float_format=lambda x: f'{x:.3f}'))
     print()

@@ -19,6 +19,11 @@ def inputs(tmp_path_factory):
     "Read-only inputs the bad commands point at: a tiny chat model (no BOS token), GSM problems, NUPA items, a ZEH results folder."
     d = tmp_path_factory.mktemp('inputs')
     toy_model('qwen2', seed=3).save_pretrained(d / 'model'); toy_chat_tokenizer().save_pretrained(d / 'model')
+    for bad in ('notok', 'corrupt'):           # a model folder without tokenizer files, and one with damaged weights
+        (d / bad).mkdir()
+        for f in (d / 'model').iterdir():
+            if bad == 'corrupt' or not f.name.startswith(('tokenizer', 'chat_template')): (d / bad / f.name).write_bytes(f.read_bytes())
+    (d / 'corrupt' / 'model.safetensors').write_bytes(b'\0' * 64)
     assert main(['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--out', str(d / 'problems.jsonl')]) == 0
     assert main(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1-2', '--n', '3', '--out', str(d / 'items.jsonl')]) == 0
     assert main(['zeh', 'run', '--model', str(d / 'model'), '--family', 'parity', '--max-size', '2', '--stop', 'all',
@@ -87,6 +92,7 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['nupa', 'score', 'preds_dup.jsonl'], 'repeats id'),
     (['nupa', 'score', 'replies.jsonl', '--test', 'test_noid.jsonl'], "field 'id' is missing"),
     (['nupa', 'score', '{inputs}/items.jsonl', '--out', 'adir'], 'is a folder'),
+    (['nupa', 'score', '{inputs}/items.jsonl', '--out', '{inputs}/items.jsonl'], 'also an input'),
     # gsm generate / score / eval
     (['gsm', 'generate', '--per-op', '0', '--out', 'o.jsonl'], 'argument --per-op'),
     (['gsm', 'generate', '--workers', '0', '--out', 'o.jsonl'], 'argument --workers'),
@@ -98,6 +104,7 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['gsm', 'generate', '--out', 'foreign.jsonl'], 'holds results but no config'),
     (['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--out', '{inputs}/items.jsonl'], 'another kind of run'),
     (['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--seed', '5', '--out', '{inputs}/problems.jsonl'], 'seed 0 (now 5)'),
+    (['gsm', 'generate', '--subset', 'medium', '--ops', '2', '--per-op', '1', '--out', '{inputs}/problems'], 'is the config of problems.jsonl'),
     (['gsm', 'score', '--problems', 'absent.jsonl', '--replies', 'replies.jsonl'], 'no problems file'),
     (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies_dup.jsonl'], 'repeats id'),
     (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies_field.jsonl'], "no 'reply'"),
@@ -109,6 +116,8 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['gsm', 'eval', '--model', M, '--problems', 'empty.jsonl', '--out', 'o.jsonl'], 'holds no problems'),
     (['gsm', 'eval', '--model', 'nomodel', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'cannot load model'),
     (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', 'adir'], 'is a folder'),
+    (['gsm', 'eval', '--model', '{inputs}/notok', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'encodes nothing'),
+    (['gsm', 'eval', '--model', '{inputs}/corrupt', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'cannot load model'),
     (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', '{inputs}/problems.jsonl'], 'also an input'),
     # zeh run / summary
     (['zeh', 'run', '--model', M, '--max-size', '0', '--out', 'z'], 'argument --max-size'),
@@ -123,6 +132,8 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['zeh', 'run', '--model', M, '--max-size', '2', '--out', 'afile'], 'is a file; give a folder'),
     (['zeh', 'run', '--model', M, '--max-size', '2', '--out', 'afile/z'], 'is a file, not a folder'),
     (['zeh', 'run', '--model', 'nomodel', '--max-size', '2', '--out', 'z'], 'cannot load model'),
+    (['zeh', 'run', '--model', '{inputs}/corrupt', '--max-size', '2', '--out', 'z'], 'cannot load model'),
+    (['zeh', 'run', '--model', M, '--max-size', '2', '--out', '{inputs}/model'], 'was not written by numcook'),
     (['zeh', 'run', '--model', M, '--family', 'parity', '--max-size', '2', '--stop', 'all', '--dtype', 'bfloat16',
       '--out', '{inputs}/zeh'], "dtype 'float32' (now 'bfloat16')"),
     (['zeh', 'summary', 'afile'], 'not a folder'),
@@ -140,6 +151,7 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['train', '--config', 'absent.json', '--out-dir', 'r'], 'no config at'),
     (['train', '--config', 'cfg_bad.json', '--out-dir', 'r'], 'not a readable config'),
     (['train', '--config', 'cfg_neg.json', '--out-dir', 'r'], 'steps: expected an integer >= 0, got -5'),
+    (['train', '--config', '{inputs}/problems.config.json', '--out-dir', 'r'], 'another kind of run (GenerateConfig, not TrainConfig)'),
     (['train', '--pairs', 'pairs_bad.jsonl', '--model-size', 'micro', '--steps', '2', '--out-dir', 'r'], "field 'answer' is missing"),
     (['train', '--model-size', 'micro', '--steps', '2', '--out-dir', 'afile'], 'is a file; give a folder'),
     (['train', '--device', 'tpu', '--out-dir', 'r'], "unknown device 'tpu'"),
@@ -155,6 +167,8 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['eval', M, '--lengths', '0-2'], 'bad lengths'),
     (['eval', M, '--device', 'tpu'], "unknown device 'tpu'"),
     (['eval', 'nomodel', '--lengths', '1', '--n', '1'], 'cannot load model'),
+    (['eval', '{inputs}/corrupt', '--lengths', '1', '--n', '1'], 'cannot load model'),
+    (['finetune', '--base', '{inputs}/notok', '--out-dir', 'r'], 'encodes nothing'),
     (['eval', M, '--lengths', '1', '--n', '1', '--out', 'adir'], 'is a folder'),
 ]
 if not GPU:
