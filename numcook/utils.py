@@ -161,6 +161,7 @@ def atomic_file(path:str|Path, mode:str='w', **kwargs):
     "A file opened for writing beside `path` that replaces `path` when the block ends well, and is removed when it fails."
     path = Path(path)
     if path.is_dir(): raise NumcookError(f"cannot write {str(path)!r}: it is a folder; give a file name")
+    if path.exists() and not path.is_file(): raise NumcookError(f"cannot write {str(path)!r}: it is not a regular file")  # never replace a device
     made, tmp = make_parents(path), None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
@@ -454,6 +455,7 @@ def check_output_path(path:str|Path, folder:bool=False) -> Path:
     p = Path(path)
     if folder and p.exists() and not p.is_dir(): raise NumcookError(f"cannot write {str(p)!r}: it is a file; give a folder")
     if not folder and (p.is_dir() or not p.name): raise NumcookError(f"cannot write {str(p)!r}: it is a folder; give a file name")
+    if not folder and p.exists() and not p.is_file(): raise NumcookError(f"cannot write {str(p)!r}: it is not a regular file")
     for d in Path(os.path.abspath(p)).parents:
         if d.exists():
             if not d.is_dir(): raise NumcookError(f"cannot write {str(p)!r}: {str(d)!r} is a file, not a folder")

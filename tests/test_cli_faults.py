@@ -100,6 +100,8 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['gsm', 'generate', '--context', '1000000', '--ops', '2', '--per-op', '1', '--out', 'o.jsonl'], 'add --yes'),
     (['gsm', 'generate', '--context', '32k', '--per-op', '20000', '--out', 'o.jsonl'], 'add --yes'),
     (['gsm', 'generate', '--out', 'adir'], 'is a folder'),
+    (['gsm', 'generate', '--out', '/dev/null'], 'not a regular file'),
+    (['nupa', 'score', '{inputs}/items.jsonl', '--out', '/dev/null'], 'not a regular file'),
     (['gsm', 'generate', '--out', 'afile/o.jsonl'], 'is a file, not a folder'),
     (['gsm', 'generate', '--out', 'foreign.jsonl'], 'holds results but no config'),
     (['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--out', '{inputs}/items.jsonl'], 'another kind of run'),
