@@ -13,9 +13,10 @@ except ImportError: fcntl = None  # no advisory locks on this platform: outputs 
 # %% auto #0
 __all__ = ['NumcookError', 'warn', 'did_you_mean', 'ArgParser', 'int_arg', 'float_arg', 'Registry', 'derive_seed', 'rng',
            'seed_everything', 'parse_range', 'progress', 'make_parents', 'remove_folders', 'atomic_file', 'glob_escape',
-           'atomic_write', 'to_jsonable', 'config_dict', 'save_config', 'config_mismatch', 'has_results',
-           'check_resume', 'load_config', 'check_record', 'output_complete', 'read_records', 'check_not_input',
-           'read_jsonl', 'write_jsonl', 'JsonlLog', 'OutputLock', 'check_output_path', 'OutputGuard', 'confirm_large']
+           'atomic_write', 'to_jsonable', 'config_dict', 'save_config', 'config_mismatch', 'sidecar_path',
+           'has_results', 'check_resume', 'load_config', 'check_record', 'output_complete', 'read_records',
+           'check_not_input', 'read_jsonl', 'write_jsonl', 'JsonlLog', 'OutputLock', 'check_output_path', 'OutputGuard',
+           'confirm_large']
 
 # %% ../nbs/00_utils.ipynb #be2d5fef
 class NumcookError(ValueError):
@@ -223,6 +224,11 @@ def config_mismatch(path:str|Path, expected:dict) -> list[str]:
     if old is None: return []
     return [f'{k} {old.get(k)!r} (now {v!r})' for k, v in to_jsonable(expected).items() if old.get(k) != v]
 
+def sidecar_path(path:str|Path) -> Path:
+    "The config file beside output file `path`: `items.config.json` for `items.jsonl`, `NAME.config.json` for any other NAME."
+    path = Path(path)
+    return path.with_suffix('.config.json') if path.suffix == '.jsonl' else path.with_name(path.name + '.config.json')
+
 def has_results(out:str|Path, config:str|Path|None=None) -> bool:
     "Whether `out` holds something to resume: a non-empty file, or a folder with a non-empty file besides its `config`."
     out = Path(out)
@@ -293,7 +299,7 @@ def _lines(path:Path, torn:str='warn') -> Iterator[tuple[int, Any]]:
 def output_complete(path:str|Path, config:str|Path|None=None) -> bool|None:
     "Whether the output at `path` was marked complete by its writer (None: its config says nothing)."
     path = Path(path)
-    config = Path(config) if config else (path / 'config.json' if path.is_dir() else path.with_suffix('.config.json'))
+    config = Path(config) if config else (path / 'config.json' if path.is_dir() else sidecar_path(path))
     try: data = _saved(config)
     except NumcookError: return None
     if data is None or '_complete' not in data or data.get('_output', path.name) != path.name: return None
@@ -471,7 +477,7 @@ class OutputGuard:
                  config:str|Path|None=None, # the config file: default `X.config.json` beside a file, `config.json` in a folder
                  **extra): # more settings saved (and compared) with `cfg`
         self.path, self.folder = check_output_path(path, folder), folder
-        if config is None: config = 'config.json' if folder else self.path.with_suffix('.config.json')
+        if config is None: config = 'config.json' if folder else sidecar_path(self.path)
         self.config_path = self.path / config if folder else Path(config)
         self.data = config_dict(cfg, **extra)
         if not folder: self.data['_output'] = self.path.name      # 'a.jsonl' and 'a' would share 'a.config.json': say whose it is

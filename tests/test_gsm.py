@@ -195,7 +195,8 @@ def test_workers_do_not_change_the_output(tmp_path):
     assert outs[0] == outs[1] and outs[0].count(b'\n') == 60
     f = tmp_path / 'part.jsonl'
     f.write_bytes(b''.join(outs[0].splitlines(keepends=True)[:25]))          # an interrupted run, with its config
-    f.with_suffix('.config.json').write_text(json.dumps({**json.loads((tmp_path / 'w2.config.json').read_text()), '_complete': False}))
+    f.with_suffix('.config.json').write_text(json.dumps({**json.loads((tmp_path / 'w2.config.json').read_text()), '_complete': False,
+                                                        '_output': 'part.jsonl'}))
     assert cli(['generate', '--subset', 'medium', '--ops', '2-4', '--per-op', '20', '--context', '500',
                 '--workers', '2', '--out', str(f)]) == 0
     assert f.read_bytes() == outs[0]
