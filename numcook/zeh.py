@@ -227,11 +227,8 @@ def trie_logits(v:Verifier, items:list[Item], extra:Callable|None=None) -> tuple
     if P: kw['past_key_values'] = v.prefix.cache
     impl = getattr(v.model.config, '_attn_implementation', 'sdpa')
     if impl in DENSE_MASK_IMPLEMENTATIONS:
-        m = tree_mask(end[0], P)[None, None]
-        if impl == 'eager':
-            dt = next(v.model.parameters()).dtype
-            m = torch.zeros(m.shape, dtype=dt, device=dev).masked_fill(~m, torch.finfo(dt).min)
-        kw['attention_mask'] = m
+        dt = None if impl == 'sdpa' else next(v.model.parameters()).dtype  # eager adds the mask to the scores
+        kw['attention_mask'] = tree_mask(end[0], P, dt)[None, None]
     if extra is not None: kw.update(extra(end))
     try: logits = v.model(**kw).logits[0]
     finally: v.prefix.crop()
