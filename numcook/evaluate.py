@@ -4,23 +4,17 @@
 
 # %% ../nbs/14_evaluate.ipynb #27607d6e
 from __future__ import annotations
-import argparse, dataclasses, re
-from dataclasses import dataclass
+import argparse, re
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
-import torch
-from .utils import NumcookError, did_you_mean, derive_seed, progress, save_config, JsonlLog, read_jsonl, write_jsonl, parse_range
-from .tokenizers import encode
+from typing import Callable, Sequence
+from .utils import JsonlLog, did_you_mean, parse_range
 from .formats import NumberFormat
 from .models import load_model_and_tokenizer
+from . import runtime
+from .runtime import SAMPLING, pick_device
 
 # %% auto #0
-__all__ = ['SAMPLING', 'score', 'answer_representation', 'extract_answer', 'generate_answers', 'evaluate', 'summarize',
-           'length_callback', 'curve_rows', 'cli']
-
-# %% ../nbs/14_evaluate.ipynb #30b08b11
-SAMPLING = {'greedy': dict(do_sample=False),
-            'paper': dict(do_sample=True, temperature=0.6, top_p=0.9)}  # A.4.1: Llama's default generation settings
+__all__ = ['score', 'answer_representation', 'extract_answer', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'cli']
 
 # %% ../nbs/14_evaluate.ipynb #1c4ecde6
 def _parts(s:str) -> list[tuple[str, str]]:
@@ -73,38 +67,6 @@ def extract_answer(text:str) -> str:
     m = _SO.search(text.strip())
     return m.group(1) if m else text.strip()
 
-@torch.no_grad()
-def generate_answers(model, tok, prompts:Sequence[str], max_new_tokens:int=32, batch_size:int=64,
-                     sampling:str='greedy', seed:int=0, add_bos:bool=True, show_progress:bool=False,
-                     cpu_threads:int=1) -> list[str]:
-    "The decoded continuation of each prompt (up to the end token), generated in left-padded batches."
-    from numcook.train import torch_threads
-    if sampling not in SAMPLING: raise did_you_mean(sampling, SAMPLING, 'sampling')
-    with torch_threads(cpu_threads, next(model.parameters()).device):
-        return _generate(model, tok, prompts, max_new_tokens, batch_size, sampling, seed, add_bos, show_progress)
-
-def _generate(model, tok, prompts, max_new_tokens, batch_size, sampling, seed, add_bos, show_progress):
-    dev = next(model.parameters()).device
-    enc = [encode(tok, p, seed=derive_seed(seed, 'eval-tokens', p), add_bos=add_bos and tok.bos_token_id is not None) for p in prompts]
-    order = sorted(range(len(prompts)), key=lambda i: len(enc[i]))
-    out = [None] * len(prompts)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    for bi, idx in enumerate(progress(batches, desc='eval', unit='batch') if show_progress else batches):
-        L = max(len(enc[i]) for i in idx)
-        ids = torch.full((len(idx), L), pad, dtype=torch.long)
-        mask = torch.zeros((len(idx), L), dtype=torch.long)
-        for r, i in enumerate(idx):
-            ids[r, L - len(enc[i]):] = torch.tensor(enc[i]); mask[r, L - len(enc[i]):] = 1
-        if SAMPLING[sampling]['do_sample']: torch.manual_seed(derive_seed(seed, 'sample', bi) % 2**63)
-        gen = model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev), max_new_tokens=max_new_tokens,
-                             pad_token_id=pad, eos_token_id=tok.eos_token_id, **SAMPLING[sampling])
-        for r, i in enumerate(idx):
-            new = gen[r, L:].tolist()
-            if tok.eos_token_id in new: new = new[:new.index(tok.eos_token_id)]
-            out[i] = tok.decode(new, skip_special_tokens=True)
-    return out
-
 # %% ../nbs/14_evaluate.ipynb #d4e69d46
 def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, prompt_style:str='prompt',
              sampling:str='greedy', batch_size:int=64, max_new_tokens:int|None=None, seed:int=0,
@@ -125,8 +87,8 @@ def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, pro
     done = {}
     for i in range(0, len(todo), 4 * batch_size):
         chunk = todo[i:i + 4 * batch_size]
-        preds = generate_answers(model, tok, [fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, batch_size,
-                                 sampling, seed, show_progress=show_progress)
+        preds = runtime.generate(model, tok, [fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, batch_size,
+                                 sampling, seed, add_bos=True, cpu_threads=1, show_progress=show_progress)
         for r, text in zip(chunk, preds):
             rep = answer_representation(r)
             pred = fmt.decode(extract_answer(text))
@@ -190,7 +152,7 @@ def cli(argv:list[str]) -> int:
     p.add_argument('--out', default=None, help='JSON Lines file for scored records (resumable); a CSV summary goes beside it')
     p.add_argument('--device', default='auto', help="'auto', 'cpu' or 'cuda' (default: auto)")
     a = p.parse_args(argv)
-    from numcook.train import TrainConfig, pick_device, load_trained
+    from numcook.train import load_trained
     from numcook.nupa import generate
     dev = pick_device(a.device)
     fmt, style = NumberFormat(), a.prompt_style or 'nupa'

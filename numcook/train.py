@@ -4,20 +4,21 @@
 
 # %% ../nbs/13_train.ipynb #642b89be
 from __future__ import annotations
-import argparse, contextlib, csv, dataclasses, functools, json, math, shutil, time
+import argparse, csv, dataclasses, functools, json, math, shutil, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 import torch
 from .utils import NumcookError, did_you_mean, derive_seed, rng, progress, save_config, load_config, JsonlLog, read_jsonl, parse_range
 from .tokenizers import number_tokenizer, encode, TOKENIZER_KINDS
-from .models import make_model, load_model, MODEL_SIZES, POSITIONAL_ENCODINGS
+from .models import make_model, load_model_and_tokenizer, MODEL_SIZES, POSITIONAL_ENCODINGS
 from .formats import NumberFormat, REVERSE_MODES
+from .runtime import pick_device, torch_threads
 
 # %% auto #0
 __all__ = ['PROMPT_STYLES', 'OPERATORS', 'TrainConfig', 'compact_prompt', 'nupa_pairs', 'encode_pair', 'collate', 'batch_indices',
-           'lr_lambda', 'torch_threads', 'pick_device', 'latest_checkpoint', 'save_checkpoint', 'fit',
-           'write_metrics_csv', 'TrainResult', 'train', 'load_trained', 'config_parser', 'cli']
+           'lr_lambda', 'latest_checkpoint', 'save_checkpoint', 'fit', 'write_metrics_csv', 'TrainResult', 'train',
+           'load_trained', 'config_parser', 'cli']
 
 # %% ../nbs/13_train.ipynb #8ecae0db
 PROMPT_STYLES = ('compact', 'nupa')  # 'compact': "12+34="; 'nupa': the task prompt of NUPA (A.2)
@@ -126,20 +127,6 @@ def lr_lambda(step:int, warmup:int, total:int, min_ratio:float=0.0) -> float:
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
 # %% ../nbs/13_train.ipynb #1078ab45
-@contextlib.contextmanager
-def torch_threads(n:int, device=None):
-    "Use `n` torch threads inside the block when running on CPU (`n` = 0 or a GPU device: unchanged)."
-    if not n or (device is not None and torch.device(device).type != 'cpu'): yield; return
-    old = torch.get_num_threads(); torch.set_num_threads(n)
-    try: yield
-    finally: torch.set_num_threads(old)
-
-def pick_device(device:str='auto') -> torch.device:
-    "cuda when asked for or (with 'auto') present, else cpu."
-    if device == 'auto': device = 'cuda' if torch.cuda.is_available() else 'cpu'
-    if device == 'cuda' and not torch.cuda.is_available(): raise NumcookError("device 'cuda' asked for but no GPU is available")
-    return torch.device(device)
-
 def _param_groups(model, weight_decay:float):
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim >= 2]
     rest = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim < 2]
@@ -255,12 +242,11 @@ def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None
 
 def load_trained(path:str|Path, device:str|None=None):
     "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint."
-    from transformers import AutoTokenizer
     path = Path(path)
     if (path / 'final').is_dir(): path = path / 'final'
     elif not (path / 'config.json').exists() and (ck := latest_checkpoint(path)): path = ck
     cfg = load_config(TrainConfig, path / 'train_config.json') if (path / 'train_config.json').exists() else None
-    return load_model(str(path), device=device), AutoTokenizer.from_pretrained(str(path)), cfg
+    return (*load_model_and_tokenizer(str(path), device=device), cfg)
 
 # %% ../nbs/13_train.ipynb #272d47d1
 def config_parser(cls, p:argparse.ArgumentParser, skip:Sequence[str]=()) -> argparse.ArgumentParser:
