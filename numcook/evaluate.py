@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 from .utils import JsonlLog, did_you_mean, parse_range
 from .formats import NumberFormat
 from .models import load_model_and_tokenizer
+from .nupa import check_prompt_style, make_prompt
 from . import runtime
 from .runtime import SAMPLING, pick_device
 
@@ -72,13 +73,11 @@ def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, pro
              sampling:str='greedy', batch_size:int=64, max_new_tokens:int|None=None, seed:int=0,
              out:str|Path|None=None, show_progress:bool=False) -> list[dict]:
     "Score `model` on `records` (dicts with an answer and a prompt/question), greedy or sampled, in batches."
-    from numcook.train import compact_prompt
     fmt = fmt or NumberFormat()
+    if prompt_style != 'prompt': check_prompt_style(prompt_style, text=True)
     def prompt_of(r):
-        if prompt_style == 'compact': return compact_prompt(r)
-        if prompt_style == 'nupa': return r['question']
         if prompt_style == 'prompt': return r['prompt'] if 'prompt' in r else r['question']
-        raise did_you_mean(prompt_style, ['prompt', 'compact', 'nupa'], 'prompt style')
+        return make_prompt(r, prompt_style)
     recs = [dict(r, id=r.get('id', i)) for i, r in enumerate(records)]
     log = JsonlLog(out, key='id') if out else None
     todo = [r for r in recs if log is None or r['id'] not in log]

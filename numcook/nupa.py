@@ -15,8 +15,9 @@ from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scient
 # %% auto #0
 __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DIGITS', 'MAX_LENGTH', 'TASK_PROMPTS',
            'FORMAT_PROMPTS', 'ANSWER_REGEX', 'SYSTEM_PROMPT', 'A13_EXAMPLES', 'TASKS', 'ALIASES', 'NUPA_41',
-           'PROMPT_STYLES', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate', 'generate',
-           'to_dataframe', 'summarize_task', 'summarize', 'make_prompt', 'task_table', 'cli']
+           'PROMPT_STYLES', 'OPERATORS', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate', 'generate',
+           'to_dataframe', 'summarize_task', 'summarize', 'check_prompt_style', 'compact_prompt', 'make_prompt',
+           'task_table', 'cli']
 
 # %% ../nbs/02_nupa.ipynb #2c31e9d9
 CATEGORIES = {  # the 17 task kinds, grouped into the paper's four ability categories (Table 1 order)
@@ -536,14 +537,35 @@ def summarize(tasks=None, # task names, 'all' / None or 'nupa41'
     return [r for part in parts for r in part]
 
 # %% ../nbs/02_nupa.ipynb #a77b3500
-PROMPT_STYLES = ('completion', 'chat', 'question')
+PROMPT_STYLES = {  # style -> what `make_prompt` gives a model
+    'completion': "A.2's format prompt, a newline, then the task prompt (one string)",
+    'chat': "chat messages: A.2's system message naming the answer regex, then the completion text",
+    'question': "A.2's task prompt alone: 'Add two numbers: 12 + 34 ='",
+    'nupa': "the same string as 'question' (the name training configs use)",
+    'compact': "a short prompt for the small models trained here: '12+34=', 'max 12 34='",
+}
+OPERATORS = {'add': '+', 'sub': '-', 'multiply': '*', 'truediv': '/', 'floordiv': '//', 'mod': '%'}  # signs of compact prompts
 
-def make_prompt(record:dict, # a NUPA item (needs 'task' and 'question')
-                style:str='completion', # 'completion', 'chat' or 'question'
+def check_prompt_style(style:str, text:bool=False) -> str:
+    "`style` if it is a key of PROMPT_STYLES (one whose prompt is a single string, if `text`); else a did-you-mean error."
+    names = [k for k in PROMPT_STYLES if not (text and k == 'chat')]
+    if style not in names: raise did_you_mean(style, names, 'prompt style')
+    return style
+
+def compact_prompt(rec:dict) -> str:
+    "A short prompt for a NUPA record: '12+34=' for arithmetic, 'max 12 34=' for the other kinds."
+    kind = rec.get('kind') or rec['task'].split('_')[0]
+    a, b = rec['a'], rec.get('b')
+    if kind in OPERATORS and b is not None: return f"{a}{OPERATORS[kind]}{b}="
+    return f"{kind} {a}{'' if b is None else ' ' + str(b)}="
+
+def make_prompt(record:dict, # a NUPA item (needs 'task' and 'question'; 'compact' needs 'a' and 'b')
+                style:str='completion', # a key of PROMPT_STYLES
                ):
-    "The prompt of a NUPA item: a string ('completion', 'question') or a list of chat messages ('chat')."
-    if style not in PROMPT_STYLES: raise did_you_mean(style, PROMPT_STYLES, 'prompt style')
-    if style == 'question': return record['question']
+    "The prompt of a NUPA item: a string, or a list of chat messages for 'chat'."
+    check_prompt_style(style)
+    if style in ('question', 'nupa'): return record['question']
+    if style == 'compact': return compact_prompt(record)
     rep = get_task(record['task']).answer_representation
     text = FORMAT_PROMPTS[rep] + '\n' + record['question']
     if style == 'completion': return text
