@@ -4,69 +4,26 @@
 
 # %% ../nbs/14_evaluate.ipynb #27607d6e
 from __future__ import annotations
-import argparse, re
+import argparse
 from pathlib import Path
 from typing import Callable, Sequence
-from .utils import JsonlLog, did_you_mean, parse_range
+from .utils import JsonlLog, parse_range
 from .formats import NumberFormat
 from .models import load_model_and_tokenizer
-from .nupa import check_prompt_style, make_prompt
+from .metrics import item_metrics
+from .nupa import TASKS, check_prompt_style, make_prompt
 from . import runtime
 from .runtime import SAMPLING, pick_device
 
 # %% auto #0
-__all__ = ['score', 'answer_representation', 'extract_answer', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'cli']
+__all__ = ['answer_representation', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'cli']
 
 # %% ../nbs/14_evaluate.ipynb #1c4ecde6
-def _parts(s:str) -> list[tuple[str, str]]:
-    "Split a number into (kind, digits) parts: integer-like parts align right, decimal parts align left."
-    out, kind, cur = [], 'int', ''
-    for ch in s:
-        if ch in './e':
-            out.append((kind, cur)); cur = ''
-            kind = 'dec' if ch == '.' else 'int'
-        else: cur += ch
-    out.append((kind, cur))
-    return out
-
-def _local_digit_match(pred:str, gold:str) -> float:
-    gp, pp = _parts(gold), _parts(pred)
-    right = total = 0
-    for i, (kind, g) in enumerate(gp):
-        p = pp[i][1] if i < len(pp) else ''
-        if kind == 'int': g, p = g[::-1], p[::-1]
-        right += sum(1 for j, c in enumerate(g) if j < len(p) and p[j] == c)
-        total += len(g)
-    return right / total if total else float(pred == gold)
-
-def _local_dlength(pred:str, gold:str) -> int:
-    gp, pp = _parts(gold), _parts(pred)
-    n = max(len(gp), len(pp))
-    gp, pp = gp + [('', '')] * (n - len(gp)), pp + [('', '')] * (n - len(pp))
-    return sum(abs(len(g) - len(p)) for (_, g), (_, p) in zip(gp, pp))
-
-def score(pred:str, gold:str, representation:str|None=None) -> dict:
-    "Exact match, digit match and dlength of prediction `pred` against `gold` (NUPA's metrics when `representation` is known)."
-    if representation is not None:
-        from numcook import metrics as M
-        return {'exact_match': M.exact_match(pred, gold), 'digit_match': M.digit_match(pred, gold, representation),
-                'dlength': float(M.dlength(pred, gold, representation))}
-    return {'exact_match': float(pred == gold), 'digit_match': _local_digit_match(pred, gold), 'dlength': float(_local_dlength(pred, gold))}
-
 def answer_representation(rec:dict) -> str|None:
     "The representation of a record's answer: from its NUPA task, or None for other records."
     if 'task' not in rec: return None
-    from numcook.nupa import TASKS
     t = TASKS.get(rec['task']) if rec['task'] in TASKS else None
     return t.answer_representation if t is not None else None
-
-# %% ../nbs/14_evaluate.ipynb #17877d58
-_SO = re.compile(r'So the answer is\s*(\S+?)\.?\s*$', re.S)
-
-def extract_answer(text:str) -> str:
-    "The answer in a model continuation: X of a final 'So the answer is X.', else the stripped text."
-    m = _SO.search(text.strip())
-    return m.group(1) if m else text.strip()
 
 # %% ../nbs/14_evaluate.ipynb #d4e69d46
 def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, prompt_style:str='prompt',
@@ -86,15 +43,11 @@ def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, pro
     done = {}
     for i in range(0, len(todo), 4 * batch_size):
         chunk = todo[i:i + 4 * batch_size]
-        preds = runtime.generate(model, tok, [fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, batch_size,
+        texts = runtime.generate(model, tok, [fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, batch_size,
                                  sampling, seed, add_bos=True, cpu_threads=1, show_progress=show_progress)
-        for r, text in zip(chunk, preds):
-            rep = answer_representation(r)
-            pred = fmt.decode(extract_answer(text))
-            if rep is not None:  # NUPA's answer extraction: the first match of the representation's regex
-                from numcook.metrics import extract_answer as nupa_extract
-                pred = nupa_extract(pred, rep)
-            rec = {**r, 'output': text, 'prediction': pred, **score(pred, str(r['answer']), rep)}
+        for r, text in zip(chunk, texts):
+            m = item_metrics(text, str(r['answer']), answer_representation(r), decode=fmt.decode)
+            rec = {**r, 'output': text, 'prediction': m.pop('extracted'), **m, 'dlength': float(m['dlength'])}
             done[r['id']] = rec
             if log is not None: log.append(rec)
     if log is not None:
