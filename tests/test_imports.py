@@ -1,32 +1,17 @@
 "The numcook modules import each other without a cycle: read from the source (every import, also inside functions)."
-import ast
 from pathlib import Path
 
 import numcook
+from numcook.gallery import _imported_modules, _parse  # the package's one import reader (figure fingerprints use it)
 
 PKG = Path(numcook.__file__).parent
 
 
-def module_imports(path: Path, modules: set) -> set:
-    "The numcook modules that the code in `path` imports anywhere (module level, functions, methods)."
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom):
-            name = node.module or ''
-            if node.level == 0:
-                if not (name == 'numcook' or name.startswith('numcook.')): continue
-                name = name[len('numcook'):].lstrip('.')
-            elif node.level > 1: raise AssertionError(f"{path.name}: relative import beyond the package")
-            if name: found.add(name.split('.')[0])
-            else: found |= {a.name for a in node.names}  # `from numcook import zeh` / `from . import zeh`
-        elif isinstance(node, ast.Import):
-            found |= {a.name.split('.')[1] for a in node.names if a.name.startswith('numcook.')}
-    return found & modules
-
-
 def import_graph() -> dict:
-    modules = {p.stem for p in PKG.glob('*.py') if not p.stem.startswith('_')}
-    return {m: module_imports(PKG / f'{m}.py', modules) - {m} for m in sorted(modules)}
+    "Module -> the numcook modules its code imports anywhere (module level, functions, methods)."
+    modules = sorted(p.stem for p in PKG.glob('*.py') if not p.stem.startswith('_'))
+    return {m: _imported_modules(_parse((PKG / f'{m}.py').read_text(), m), PKG, inside=True) - {m, '__init__'}
+            for m in modules}
 
 
 def find_cycle(graph: dict):
