@@ -25,7 +25,7 @@ nb_execution_raise_on_error = True          # a failing cell fails the build (th
 nb_execution_show_tb = True
 nb_merge_streams = True
 nb_render_markdown_format = "myst"          # show_doc's markdown output: code signature, [source]{target=...} link
-nb_output_stderr = "remove-warn"            # tqdm bars and library warnings stay out of the pages
+nb_output_stderr = "remove"                 # progress bars and library warnings stay out of the pages
 
 myst_enable_extensions = ["dollarmath", "attrs_inline", "colon_fence"]
 myst_heading_anchors = 3
@@ -37,3 +37,14 @@ html_css_files = ["numcook.css"]
 html_theme_options = {"repository_url": _cfg["git_url"], "use_repository_button": True,
                       "show_toc_level": 2, "navigation_with_keys": False}
 html_show_sourcelink = False
+
+
+# MathJax from the sphinx-mathjax-offline package, copied into _static/ (the pages need no network). Its copy step is
+# registered here rather than as an extension, which Sphinx would take as unsafe for parallel reading.
+mathjax_path = "mathjax/tex-chtml.js"
+
+
+def setup(app):
+    from importlib import import_module
+    app.connect("build-finished", import_module("sphinx-mathjax-offline").copy_mathjax_files)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

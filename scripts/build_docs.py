@@ -18,7 +18,7 @@ Staged files are rewritten only when they change, so Sphinx's incremental build 
 Why Sphinx + MyST-NB: measured against MkDocs + mkdocs-jupyter (+ mkdocstrings) on this repository, see the
 "Notebooks and docs" section of nbs/index.ipynb."""
 from __future__ import annotations
-import argparse, ast, csv, hashlib, json, os, re, shutil, subprocess, sys, time
+import argparse, ast, csv, hashlib, io, json, os, re, shutil, subprocess, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,11 +89,19 @@ def tags_for(d: dict, source: str) -> set:
     return tags
 
 
-# The first (hidden) cell of every staged notebook: nbdev's show_doc without the horizontal rule its markdown starts
-# with (docutils allows none inside a cell output; the stylesheet draws the rule instead).
+# The first (hidden) cell of every staged notebook (after `_MOD = <its default_exp>`): nbdev's show_doc without the
+# horizontal rule its markdown starts with (docutils allows none inside a cell output; the stylesheet draws it), and
+# with source links that point at the notebook's own module for the names it exports (nbdev looks a bare name up
+# among all modules, so `cli` may link to another module's `cli`) and that work wherever the staged notebook runs.
 SHOW_DOC = """from nbdev.showdoc import show_doc as _show_doc, BasicMarkdownRenderer
+from nbdev.doclinks import NbdevLookup, _lineno
 class _ShowDoc(BasicMarkdownRenderer):
-    def _repr_markdown_(self): return super()._repr_markdown_().removeprefix('---\\n\\n')
+    def _repr_markdown_(self):
+        look = NbdevLookup(strip_libs='numcook')
+        own = look[f'numcook.{_MOD}.{self.nm}'] if _MOD else None
+        src = f'{own[2]}#L{_lineno(self.nm, own[1])}' if isinstance(own, tuple) else look.code(self.fn)
+        link = f'[source]({src}){{target="_blank"}}\\n\\n' if src else ''
+        return link + '#' * self.title_level + f' {self.nm}\\n\\n' + super(BasicMarkdownRenderer, self)._repr_markdown_()
 def show_doc(sym, renderer=_ShowDoc, **kw): return _show_doc(sym, renderer=renderer, **kw)
 """
 
@@ -105,6 +113,7 @@ def stage_notebook(src: Path, links: dict) -> str:
     from nbdev.processors import add_show_docs, mv_exports
     try: nb = read_nb(src)
     except Exception as e: raise BuildError(f"broken notebook {rel(src)}: not a readable notebook ({type(e).__name__}: {e})")
+    mod = next((m.group(1) for c in nb.cells if (m := re.search(r"^#\|\s*default_exp\s+(\S+)", c.source, re.M))), "")
     NBProcessor(nb=nb, procs=[add_show_docs, mv_exports]).process()
     cells, run = [], []
     for c in nb.cells + [None]:  # nbdev inserts a cell's show_docs in reverse: put them back in source order
@@ -117,28 +126,31 @@ def stage_notebook(src: Path, links: dict) -> str:
             c.source = re.sub(r"\]\(([^)\s#]+\.ipynb)(#[^)]*)?\)", lambda m: f"]({links.get(m.group(1), m.group(1))}{m.group(2) or ''})", c.source)
         if c.cell_type != "code": continue
         c.metadata["tags"] = sorted(set(c.metadata.get("tags", [])) | tags_for(d, c.source))
+        if summary := " ".join(d.get("code-summary:", [])).strip("\"'"):  # the label of a folded cell ("Solution")
+            c.metadata["mystnb"] = {"code_prompt_show": f"Show {summary.lower()}", "code_prompt_hide": f"Hide {summary.lower()}"}
         c.source = "\n".join(l for l in c.source.split("\n") if not l.startswith("#|")).strip("\n")
-    key = mk_cell(SHOW_DOC + f"# numcook code key {code_key(src.read_text())}", metadata={"tags": ["remove-cell"]})
+    key = mk_cell(f"_MOD = {mod!r}\n{SHOW_DOC}# numcook code key {code_key(src.read_text())}",
+                  metadata={"tags": ["remove-cell"]})
     nb.cells = [key] + cells
     nb.metadata["numcook_source"] = str(src)  # so that a failing cell is reported against its notebook in nbs/
     return nb2str(nb)
 
 
-def csv_block(path: Path, staged: Path, out_dir: Path, name: str) -> str:
-    "A csv-table directive for `path` (a copy of its first CSV_ROWS rows when it is longer)."
+def csv_block(path: Path, staged: Path, name: str, copy: Path, written: set) -> str:
+    "A csv-table directive for `path` (through `copy`, its first CSV_ROWS rows, when it is longer); `staged`: the page's folder."
     with open(path, newline="") as f: rows = list(csv.reader(f))
     if len(rows) <= 1: return f"*(`{name}` has no rows)*\n"
     shown, note = path, ""
     if len(rows) - 1 > CSV_ROWS:
-        shown = out_dir / name
-        shown.parent.mkdir(parents=True, exist_ok=True)
-        with open(shown, "w", newline="") as f: csv.writer(f).writerows(rows[:CSV_ROWS + 1])
+        shown, buf = copy, io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(rows[:CSV_ROWS + 1])
+        write_if_changed(shown, buf.getvalue(), written)
         note = f"First {CSV_ROWS} of {len(rows) - 1} rows. "
     return (f"```{{csv-table}}\n:file: {os.path.relpath(shown, staged)}\n:header-rows: 1\n:class: data-table\n```\n"
             f"{note}{{download}}`Download {name} <{os.path.relpath(path, staged)}>`\n")
 
 
-def gallery_page(nb_path: Path, figures: Path, staged: Path) -> str:
+def gallery_page(nb_path: Path, figures: Path, staged: Path, written: set) -> str:
     "Markdown of the gallery page of a papers_repro notebook: command, figures, claims, tables, config."
     stem = nb_path.stem
     try: title, summary = h1_summary(json.loads(nb_path.read_text())["cells"])
@@ -157,7 +169,7 @@ def gallery_page(nb_path: Path, figures: Path, staged: Path) -> str:
     for p in tables:
         name = p.relative_to(out).as_posix()
         md.append("## Claims: the paper's evidence and this run's\n" if p.name == "claims.csv" else f"## {name}\n")
-        md.append(csv_block(p, staged.parent, staged.parent / stem, name))
+        md.append(csv_block(p, staged.parent, name, staged.parent / stem / name, written))
     for p in (p for p in files if p.suffix == ".json"):
         md.append(f"## {p.relative_to(out).as_posix()}\n\n```{{literalinclude}} {os.path.relpath(p, staged.parent)}\n:language: json\n```\n")
     return "\n".join(md)
@@ -228,19 +240,20 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
            "`claims.csv`, and every CSV table it wrote.\n"]
     stems = []
     for p in sorted(repro.glob("[!_.]*.ipynb")):
-        write_if_changed(proc / "gallery" / f"{p.stem}.md", gallery_page(p, figures, proc / "gallery" / f"{p.stem}.md"), written)
+        write_if_changed(proc / "gallery" / f"{p.stem}.md", gallery_page(p, figures, proc / "gallery" / f"{p.stem}.md", written), written)
         stems.append(f"gallery/{p.stem}")
         gal.append(f"- [{p.stem}](gallery/{p.stem}.md): `numcook repro --only {p.stem}`")
     if not stems: gal.append("No reproduction notebooks yet.")
     gal += ["", toctree(stems, hidden=True) if stems else ""]
     write_if_changed(proc / "gallery.md", "\n".join(gal), written)
     for f in [f for f in proc.rglob("*") if f.is_file() and not any(s.startswith(".") for s in f.relative_to(proc).parts)]:
-        if f not in written and not (f.suffix == ".csv" and f.parent.parent == proc / "gallery"): f.unlink()
+        if f not in written: f.unlink()
     return {"notebooks": len(notebooks), "tutorials": [n.split("/")[1] for n in tutorials]}
 
 
 def failure(log: str, proc: Path) -> str:
     "One line naming what failed, from Sphinx's warnings: a cell (notebook, cell number, error) or the first warning."
+    log = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", log)  # tracebacks come coloured
     m = re.search(r"Executing notebook failed: \w+.*?-{3,}\n(.*?)\n-{3,}.*?\n(\w+(?:Error|Exception)\w*): ([^\n]*)", log, re.S)
     nb = re.search(r"ExecutionError: (\S+\.ipynb)", log) or re.search(r"(\S+\.ipynb)[^\n]*Executing notebook failed", log)
     if m and nb:
