@@ -34,6 +34,7 @@ html_theme = "sphinx_book_theme"
 html_title = project
 html_static_path = [str(Path(__file__).parent / "_static")]
 html_css_files = ["numcook.css"]
+html_favicon = str(Path(__file__).parent / "_static" / "favicon.svg")
 html_theme_options = {"repository_url": _cfg["git_url"], "use_repository_button": True,
                       "show_toc_level": 2, "navigation_with_keys": False}
 html_show_sourcelink = False

@@ -57,25 +57,17 @@ def h1_summary(cells) -> tuple[str, str]:
     return "", ""
 
 
-def numcook_modules(names, seen=None) -> set:
-    "The numcook modules `names` import, transitively (names as in `numcook.<name>`)."
-    seen = set() if seen is None else seen
-    for n in names:
-        py = ROOT / "numcook" / f"{n}.py"
-        if n in seen or not py.is_file(): continue
-        seen.add(n)
-        tree = ast.parse(py.read_text())
-        froms = [x.module or "" for x in ast.walk(tree) if isinstance(x, ast.ImportFrom)]
-        numcook_modules([m.split(".")[0] for m in froms if m] + [m.split(".")[1] for m in froms if m.startswith("numcook.")], seen)
-    return seen
-
-
-def code_key(nb_text: str) -> str:
-    "A hash of the numcook modules a notebook imports (or exports, with `default_exp`)."
-    names = set(re.findall(r"numcook\.(\w+)", nb_text)) | set(re.findall(r"default_exp\s+(\w+)", nb_text))
-    h = hashlib.sha256()
-    for m in sorted(numcook_modules(names)): h.update(m.encode() + (ROOT / "numcook" / f"{m}.py").read_bytes())
-    return h.hexdigest()[:16]
+def code_key(code: str, where: str = "the notebook") -> str:
+    "A hash of the numcook modules that `code` (a notebook's code cells) imports, transitively (numcook.gallery's parser)."
+    from numcook.gallery import _imported_modules, _parse
+    from numcook.utils import NumcookError
+    pkg = ROOT / "numcook"
+    try: todo, mods = _imported_modules(_parse(code, where), pkg), set()
+    except NumcookError as e: raise BuildError(f"broken notebook {where}: {e}")
+    while todo:
+        m = todo.pop(); mods.add(m)
+        todo |= _imported_modules(_parse((pkg / f"{m}.py").read_text(), f"numcook/{m}.py"), pkg, inside=True) - mods
+    return hashlib.sha256(b"".join(m.encode() + (pkg / f"{m}.py").read_bytes() for m in sorted(mods))).hexdigest()[:16]
 
 
 def tags_for(d: dict, source: str) -> set:
@@ -129,7 +121,8 @@ def stage_notebook(src: Path, links: dict) -> str:
         if summary := " ".join(d.get("code-summary:", [])).strip("\"'"):  # the label of a folded cell ("Solution")
             c.metadata["mystnb"] = {"code_prompt_show": f"Show {summary.lower()}", "code_prompt_hide": f"Hide {summary.lower()}"}
         c.source = "\n".join(l for l in c.source.split("\n") if not l.startswith("#|")).strip("\n")
-    key = mk_cell(f"_MOD = {mod!r}\n{SHOW_DOC}# numcook code key {code_key(src.read_text())}",
+    key = code_key("\n".join(c.source for c in cells if c.cell_type == "code"), rel(src))
+    key = mk_cell(f"_MOD = {mod!r}\n{SHOW_DOC}# numcook code key {key}",
                   metadata={"tags": ["remove-cell"]})
     nb.cells = [key] + cells
     nb.metadata["numcook_source"] = str(src)  # so that a failing cell is reported against its notebook in nbs/
@@ -280,7 +273,8 @@ def build(out: Path, nbs: Path = ROOT / "nbs", repro: Path = ROOT / "papers_repr
     proc.mkdir(parents=True, exist_ok=True)
     summary = stage(nbs, repro, figures, proc)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "MPLBACKEND": "module://matplotlib_inline.backend_inline", "TRITON_INTERPRET": "1", "NUMCOOK_PROGRESS": "0", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline", "TRITON_INTERPRET": "1", "NUMCOOK_PROGRESS": "0", "TQDM_DISABLE": "1",
+           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}  # no progress widgets in the pages
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", "-j", str(jobs), "-c", str(ROOT / "docs"),
            "-d", str(proc / ".doctrees"), "-D", f"nb_execution_cache_path={proc / '.jupyter_cache'}", str(proc), str(out)]
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
