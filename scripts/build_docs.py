@@ -115,7 +115,7 @@ def stage_notebook(src: Path, links: dict) -> str:
         d = getattr(c, "directives_", None) or {}
         for k in ("idx_", "directives_", "has_sd"): c.pop(k, None)
         if c.cell_type == "markdown":
-            c.source = re.sub(r"\]\(([^)\s#]+\.ipynb)(#[^)]*)?\)", lambda m: f"]({links.get(m.group(1), m.group(1))}{m.group(2) or ''})", c.source)
+            c.source = re.sub(r"\]\(([^)\s#:]+\.(?:ipynb|html))(#[^)]*)?\)", lambda m: f"]({links.get(m.group(1), m.group(1))}{m.group(2) or ''})", c.source)
         if c.cell_type != "code": continue
         c.metadata["tags"] = sorted(set(c.metadata.get("tags", [])) | tags_for(d, c.source))
         if summary := " ".join(d.get("code-summary:", [])).strip("\"'"):  # the label of a folded cell ("Solution")
@@ -194,7 +194,7 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
     if "index" not in seen: raise BuildError(f"missing page: {rel(nbs)}/index.ipynb (the home page) does not exist")
     links = {}  # notebook links as written in nbs/ -> the staged page they point to
     for nb, name in names.items():
-        links[nb.relative_to(nbs).as_posix()] = name + ".ipynb"
+        links[nb.relative_to(nbs).as_posix()] = links[name + ".html"] = name + ".ipynb"  # nbdev links notebooks or pages
         links[os.path.relpath(nb, nbs / "tutorials")] = os.path.relpath(name, "tutorials") + ".ipynb"
     for p in repro.glob("[!_.]*.ipynb"): links[f"../papers_repro/{p.name}"] = f"gallery/{p.stem}.md"
     written, pages = set(), {}
