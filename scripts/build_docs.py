@@ -257,6 +257,10 @@ def failure(log: str, proc: Path) -> str:
         idx = next((i for i, c in enumerate(cells) if c["cell_type"] == "code" and code and code in "".join(c["source"])), "?")
         first = next((l for l in code.splitlines() if l.strip()), "")
         return f"broken notebook {rel(src)}: cell {idx} ({first[:60]!r}) raised {m.group(2)}: {m.group(3)[:160]}"
+    if head := re.search(r"^(Sphinx [\w ]+ error)!$", log, re.M):  # Sphinx stopped: say with what exception
+        tb = log[head.end():].split("The full traceback has been saved")[0]
+        exc = re.findall(r"^\s*[\w.]+(?:Error|Exception): (.+)$", tb, re.M)
+        return f"{head.group(1)}: {exc[-1] if exc else 'no exception line (see the log)'}"[:400]
     w = re.search(r"^(\S.*?(?:WARNING|ERROR): .*)$", log, re.M) or re.search(r"^(.*(?:Error|error).*)$", log, re.M)
     line = w.group(1) if w else (log.strip().splitlines() or ["sphinx-build failed"])[-1]
     line = line.replace(str(proc) + "/", "")
