@@ -276,6 +276,8 @@ def build(out: Path, nbs: Path = ROOT / "nbs", repro: Path = ROOT / "papers_repr
     if fresh: shutil.rmtree(proc, ignore_errors=True)
     proc.mkdir(parents=True, exist_ok=True)
     summary = stage(nbs, repro, figures, proc)
+    from jupyter_cache import get_cache
+    get_cache(str(proc / ".jupyter_cache")).db  # its tables made once here: parallel readers would race to create them
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "MPLBACKEND": "module://matplotlib_inline.backend_inline", "TRITON_INTERPRET": "1", "NUMCOOK_PROGRESS": "0", "TQDM_DISABLE": "1",
            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}  # no progress widgets in the pages
