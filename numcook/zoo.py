@@ -161,7 +161,7 @@ def member_file(cfg:ZooConfig, k:int, path:str|Path) -> Path:
 
 def build_member(cfg:ZooConfig, k:int, path:str|Path) -> Path:
     "Train (or load) member `k` with numcook.train and verify its grid with numcook.zeh under every prompt; returns its results file."
-    from numcook.train import torch_threads, pick_device
+    from numcook.runtime import torch_threads, pick_device
     out = member_file(cfg, k, path)
     with JsonlLog(out, key=lambda r: (r['prompt'], r['a'], r['b'])) as log:
         todo = [p for p in cfg.prompts if sum(1 for r in log.records if r['prompt'] == p) < cfg.max_operand ** 2]
