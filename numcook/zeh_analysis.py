@@ -351,8 +351,8 @@ def plot_error_map(ax, df:pd.DataFrame, n:int, show_zeh:bool=False, title:str|No
     ax.set_xlim(0.5, n + 0.5); ax.set_ylim(n + 0.5, 0.5); ax.set_aspect('equal')
     ax.set_xlabel('b'); ax.set_ylabel('a')
     for axis in (ax.xaxis, ax.yaxis): axis.set_major_locator(MaxNLocator(nbins=5, integer=True))   # operands are integers
-    ax.text(0.03, 0.03, f"{accuracy_within(df, n):.1%}", transform=ax.transAxes, fontsize=9,
-            bbox=dict(facecolor='white', alpha=0.8, lw=0))
+    ax.text(0.03, 0.04, f"{accuracy_within(df, n):.1%}", transform=ax.transAxes, fontsize=9, va='bottom',
+            bbox=dict(facecolor='white', alpha=0.8, lw=0, pad=1.5))   # inside the frame, clear of the axis line
     if show_zeh:
         h = zero_error_horizon(df)
         if h.zeh > 0:
