@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 import torch
-from .utils import NumcookError, did_you_mean, derive_seed, progress, save_config, JsonlLog, read_jsonl, write_jsonl, parse_range
+from .utils import NumcookError, did_you_mean, derive_seed, progress, save_config, check_resume, JsonlLog, read_jsonl, write_jsonl, parse_range
 from .tokenizers import encode
 from .formats import NumberFormat
 from .models import load_model_and_tokenizer
 
 # %% auto #0
-__all__ = ['SAMPLING', 'score', 'answer_representation', 'extract_answer', 'generate_answers', 'evaluate', 'summarize',
-           'length_callback', 'curve_rows', 'cli']
+__all__ = ['SAMPLING', 'score', 'answer_representation', 'extract_answer', 'generate_answers', 'score_output', 'evaluate',
+           'summarize', 'length_callback', 'curve_rows', 'EvalConfig', 'cli']
 
 # %% ../nbs/14_evaluate.ipynb #30b08b11
 SAMPLING = {'greedy': dict(do_sample=False),
@@ -74,7 +74,7 @@ def extract_answer(text:str) -> str:
     return m.group(1) if m else text.strip()
 
 @torch.no_grad()
-def generate_answers(model, tok, prompts:Sequence[str], max_new_tokens:int=32, batch_size:int=64,
+def generate_answers(model, tok, prompts:Sequence[str|list[int]], max_new_tokens:int=32, batch_size:int=64,
                      sampling:str='greedy', seed:int=0, add_bos:bool=True, show_progress:bool=False,
                      cpu_threads:int=1) -> list[str]:
     "The decoded continuation of each prompt (up to the end token), generated in left-padded batches."
@@ -85,7 +85,8 @@ def generate_answers(model, tok, prompts:Sequence[str], max_new_tokens:int=32, b
 
 def _generate(model, tok, prompts, max_new_tokens, batch_size, sampling, seed, add_bos, show_progress):
     dev = next(model.parameters()).device
-    enc = [encode(tok, p, seed=derive_seed(seed, 'eval-tokens', p), add_bos=add_bos and tok.bos_token_id is not None) for p in prompts]
+    enc = [list(p) if not isinstance(p, str) else encode(tok, p, seed=derive_seed(seed, 'eval-tokens', p), add_bos=add_bos and tok.bos_token_id is not None)
+           for p in prompts]
     order = sorted(range(len(prompts)), key=lambda i: len(enc[i]))
     out = [None] * len(prompts)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -106,12 +107,22 @@ def _generate(model, tok, prompts, max_new_tokens, batch_size, sampling, seed, a
     return out
 
 # %% ../nbs/14_evaluate.ipynb #d4e69d46
+def score_output(r:dict, text:str, fmt:NumberFormat|None=None) -> dict:
+    "The model output `text` for record `r`, its extracted prediction and the metrics against `r['answer']`."
+    fmt, rep = fmt or NumberFormat(), answer_representation(r)
+    pred = fmt.decode(extract_answer(text))
+    if rep is not None:  # NUPA's answer extraction: the first match of the representation's regex
+        from numcook.metrics import extract_answer as nupa_extract
+        pred = nupa_extract(pred, rep)
+    return {'output': text, 'prediction': pred, **score(pred, str(r['answer']), rep)}
+
 def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, prompt_style:str='prompt',
              sampling:str='greedy', batch_size:int=64, max_new_tokens:int|None=None, seed:int=0,
              out:str|Path|None=None, show_progress:bool=False) -> list[dict]:
-    "Score `model` on `records` (dicts with an answer and a prompt/question), greedy or sampled, in batches."
+    "Score `model` (or a backend) on `records` (dicts with an answer and a prompt/question), greedy or sampled, in batches."
     from numcook.train import compact_prompt
-    fmt = fmt or NumberFormat()
+    from numcook.backends import as_backend
+    fmt, gen = fmt or NumberFormat(), as_backend(model, tok)
     def prompt_of(r):
         if prompt_style == 'compact': return compact_prompt(r)
         if prompt_style == 'nupa': return r['question']
@@ -125,15 +136,10 @@ def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, pro
     done = {}
     for i in range(0, len(todo), 4 * batch_size):
         chunk = todo[i:i + 4 * batch_size]
-        preds = generate_answers(model, tok, [fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, batch_size,
-                                 sampling, seed, show_progress=show_progress)
-        for r, text in zip(chunk, preds):
-            rep = answer_representation(r)
-            pred = fmt.decode(extract_answer(text))
-            if rep is not None:  # NUPA's answer extraction: the first match of the representation's regex
-                from numcook.metrics import extract_answer as nupa_extract
-                pred = nupa_extract(pred, rep)
-            rec = {**r, 'output': text, 'prediction': pred, **score(pred, str(r['answer']), rep)}
+        outs = gen.generate([fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, sampling, seed, batch_size,
+                            show_progress=show_progress)
+        for r, o in zip(chunk, outs):
+            rec = {**r, **score_output(r, o.text, fmt)}
             done[r['id']] = rec
             if log is not None: log.append(rec)
     if log is not None:
@@ -175,9 +181,21 @@ def curve_rows(history:Sequence[dict], **labels) -> list[dict]:
     return [rows[k] for k in sorted(rows)]
 
 # %% ../nbs/14_evaluate.ipynb #62df3413
+@dataclass
+class EvalConfig:
+    "Settings of one `numcook eval` run (saved beside its results as `<out>.config.json`)."
+    model: str                   # model folder, hub id, or the name a server serves it under
+    tasks: str = 'add_integer'   # NUPA task names, comma separated
+    lengths: str = '1-10'        # digit lengths
+    n: int = 100                 # questions per task and length
+    seed: int = 1                # seed of the test questions
+    sampling: str = 'greedy'     # a key of SAMPLING
+    prompt_style: str = 'nupa'   # 'nupa' or 'compact'
+
 def cli(argv:list[str]) -> int:
     "`numcook eval`: evaluate a causal LM on NUPA tasks."
     import pandas as pd
+    from numcook.backends import HFBackend, add_backend_args, backend_from_args, check_backend_args
     p = argparse.ArgumentParser(prog='numcook eval', description='Evaluate a causal LM (local folder or hub id) on NUPA tasks.')
     p.add_argument('model', help='model folder (a numcook run folder, its final/ folder, a checkpoint) or hub id')
     p.add_argument('--tasks', default='add_integer', help='NUPA task names, comma separated (default: add_integer)')
@@ -189,18 +207,28 @@ def cli(argv:list[str]) -> int:
     p.add_argument('--batch-size', type=int, default=64, help='prompts per generate call (default: 64)')
     p.add_argument('--out', default=None, help='JSON Lines file for scored records (resumable); a CSV summary goes beside it')
     p.add_argument('--device', default='auto', help="'auto', 'cpu' or 'cuda' (default: auto)")
+    add_backend_args(p)
     a = p.parse_args(argv)
     from numcook.train import TrainConfig, pick_device, load_trained
     from numcook.nupa import generate
-    dev = pick_device(a.device)
     fmt, style = NumberFormat(), a.prompt_style or 'nupa'
-    if Path(a.model).exists():
-        model, tok, cfg = load_trained(a.model, device=str(dev))
-        if cfg is not None: fmt, style = cfg.number_format, a.prompt_style or cfg.prompt_style
+    if check_backend_args(a) is not HFBackend: gen = backend_from_args(a, a.model)
     else:
-        model, tok = load_model_and_tokenizer(a.model, device=str(dev))
+        kw = {'device_map': a.device_map} if a.device_map else {}
+        dev = None if kw else str(pick_device(a.device))
+        if Path(a.model).exists():
+            model, tok, cfg = load_trained(a.model, device=dev, **kw)
+            if cfg is not None: fmt, style = cfg.number_format, a.prompt_style or cfg.prompt_style
+        else:
+            model, tok = load_model_and_tokenizer(a.model, device=dev, **kw)
+        gen = HFBackend(model, tok, a.model, device_map=a.device_map)
     recs = generate(a.tasks, parse_range(a.lengths, 'lengths', 1), a.n, a.seed)
-    res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
+    if a.out:
+        ecfg, conf = EvalConfig(a.model, a.tasks, a.lengths, a.n, a.seed, a.sampling, style), Path(a.out).with_suffix('.config.json')
+        desc = gen.describe()
+        check_resume(a.out, conf, {**dataclasses.asdict(ecfg), 'backend': desc})
+        save_config(ecfg, conf, backend=desc)
+    res = evaluate(gen, None, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
     table = pd.DataFrame(summarize(res))
     print(table.to_string(index=False))
     if a.out: table.to_csv(Path(a.out).with_suffix('.summary.csv'), index=False)

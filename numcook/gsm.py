@@ -16,6 +16,7 @@ from .gsm_symbolic import (SYM_LEX, SYM_OPS, symbolic_cores, sym_draws, sym_id_r
 from .gsm_realistic import TEMPLATES, realistic_core, realistic_sentences, realistic_question, realistic_solution
 from .gsm_noise import spider_noise, symbolic_block_noise
 from .gsm_score import accuracy_by_op, auc_table, average_score, score_reply, evaluate_model, sigmoid_fit
+from .backends import add_backend_args, backend_from_args
 
 # %% auto #0
 __all__ = ['SUBSETS', 'MODES', 'GENERATOR_VERSION', 'parse_context', 'context_label', 'check_subset', 'make_problem',
@@ -303,6 +304,7 @@ def _parser():
     e.add_argument('--batch-size', type=int, default=8, help='prompts per batch (default 8)')
     e.add_argument('--max-new-tokens', type=int, default=256, help='generation budget per reply (default 256)')
     e.add_argument('--limit', type=int, default=None, help='only the first N problems')
+    add_backend_args(e)
     return p
 
 def _read(path, what):
@@ -364,13 +366,14 @@ def cli(argv:list[str]|None=None) -> int:
         if args.out:
             acc.to_csv(args.out, index=False); tab.to_csv(Path(args.out).with_suffix('.auc.csv'), index=False)
     elif args.cmd == 'eval':
-        from numcook.models import load_model_and_tokenizer
         ecfg = EvalConfig(args.model, args.problems, args.limit, args.batch_size, args.max_new_tokens)
         problems = _read(args.problems, 'problems')[:args.limit]
         out = Path(args.out)
-        check_resume(out, out.with_suffix('.config.json'), {k: getattr(ecfg, k) for k in ('model', 'problems', 'max_new_tokens')})
-        model, tok = load_model_and_tokenizer(args.model)
-        save_config(ecfg, out.with_suffix('.config.json'))
-        recs = evaluate_model(model, tok, problems, out, args.batch_size, args.max_new_tokens)
+        backend = backend_from_args(args, args.model)
+        desc = backend.describe()
+        check_resume(out, out.with_suffix('.config.json'),
+                     {**{k: getattr(ecfg, k) for k in ('model', 'problems', 'max_new_tokens')}, 'backend': desc})
+        save_config(ecfg, out.with_suffix('.config.json'), backend=desc)
+        recs = evaluate_model(backend, None, problems, out, args.batch_size, args.max_new_tokens)
         print(f'{sum(r["correct"] for r in recs)}/{len(recs)} correct; results in {args.out}')
     return 0

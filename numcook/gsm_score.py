@@ -131,23 +131,16 @@ def score_reply(p:dict, reply:str) -> dict:
 
 def evaluate_model(model, tokenizer, problems:list[dict], out:str|Path, batch_size:int=8,
                    max_new_tokens:int=256) -> list[dict]:
-    "Greedy-decode every problem with a causal LM, score it, and log results resumably to `out`."
-    import torch
+    "Greedy-decode every problem with a causal LM (or a backend), score it, and log results resumably to `out`."
+    from numcook.backends import as_backend
+    gen = as_backend(model, tokenizer)
     log = JsonlLog(out, key='id')
     todo = [p for p in problems if p['id'] not in log]
-    if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = 'left'
-    model.eval()
     try:
         for i in progress(range(0, len(todo), batch_size), desc='gsm eval', total=math.ceil(len(todo) / batch_size)):
             batch = todo[i:i + batch_size]
-            enc = tokenizer([gsm_prompt(p) for p in batch], return_tensors='pt', padding=True)
-            enc = {k: v.to(model.device) for k, v in enc.items()}
-            with torch.no_grad():
-                gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                     pad_token_id=tokenizer.pad_token_id)
-            replies = tokenizer.batch_decode(gen[:, enc['input_ids'].shape[1]:], skip_special_tokens=True)
-            for p, r in zip(batch, replies): log.append(score_reply(p, r))
+            replies = gen.generate([gsm_prompt(p) for p in batch], max_new_tokens, batch_size=batch_size)
+            for p, r in zip(batch, replies): log.append(score_reply(p, r.text))
     finally: log.close()
     ids = {p['id'] for p in problems}
     return [r for r in log.records if r['id'] in ids]

@@ -253,14 +253,14 @@ def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None
         model.save_pretrained(out / 'final'); tok.save_pretrained(out / 'final'); save_config(cfg, out / 'final' / 'train_config.json')
     return TrainResult(model, tok, fmt, history, out)
 
-def load_trained(path:str|Path, device:str|None=None):
-    "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint."
+def load_trained(path:str|Path, device:str|None=None, **kwargs):
+    "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint (`kwargs` go to `load_model`)."
     from transformers import AutoTokenizer
     path = Path(path)
     if (path / 'final').is_dir(): path = path / 'final'
     elif not (path / 'config.json').exists() and (ck := latest_checkpoint(path)): path = ck
     cfg = load_config(TrainConfig, path / 'train_config.json') if (path / 'train_config.json').exists() else None
-    return load_model(str(path), device=device), AutoTokenizer.from_pretrained(str(path)), cfg
+    return load_model(str(path), device=device, **kwargs), AutoTokenizer.from_pretrained(str(path)), cfg
 
 # %% ../nbs/13_train.ipynb #272d47d1
 def config_parser(cls, p:argparse.ArgumentParser, skip:Sequence[str]=()) -> argparse.ArgumentParser:
