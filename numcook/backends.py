@@ -56,7 +56,8 @@ class Backend:
     model = None       # the in-process model (None: a server)
     tokenizer = None   # the model's tokenizer, where known (ZEH tokenizes prompts and gold answers with it)
     def generate(self, prompts:Sequence, max_new_tokens:int=32, sampling:str='greedy', seed:int=0,
-                 batch_size:int|None=None, stop_ids:Sequence[int]|None=None, show_progress:bool=False) -> list[Completion]:
+                 batch_size:int|None=None, stop_ids:Sequence[int]|None=None, show_progress:bool=False,
+                 add_bos:bool|None=None) -> list[Completion]:
         "One completion per prompt (text, token ids or chat messages), greedy or sampled, in order."
         raise NotImplementedError
     def prompt_logprobs(self, seqs:Sequence[Sequence[int]], k:int=2) -> list[list[Position]]|None:
@@ -104,8 +105,9 @@ def _chat_ids(tok, messages) -> list[int]:
 class HFBackend(Backend):
     "A transformers causal LM in this process (sharded over GPUs when loaded with `device_map`)."
     name = 'hf'
-    def __init__(self, model, tokenizer, model_id:str|None=None, batch_size:int=64, device_map:str|None=None):
+    def __init__(self, model, tokenizer, model_id:str|None=None, batch_size:int=64, device_map=None, cpu_threads:int=0):
         self.model, self.tokenizer, self.batch_size, self.device_map = model, tokenizer, batch_size, device_map
+        self.cpu_threads = cpu_threads  # torch threads while generating on CPU (0: torch's setting)
         cfg = getattr(model, 'config', None)
         self.model_id = model_id or getattr(cfg, '_name_or_path', None) or type(model).__name__
         self.generation_config = getattr(model, 'generation_config', None)
@@ -118,13 +120,14 @@ class HFBackend(Backend):
         model, tok = load_model_and_tokenizer(model_id, dtype, device, **kwargs)
         return cls(model, tok, model_id, batch_size, device_map)
 
-    def generate(self, prompts, max_new_tokens=32, sampling='greedy', seed=0, batch_size=None, stop_ids=None, show_progress=False):
-        from numcook.evaluate import generate_answers
-        if stop_ids is not None and set(stop_ids) - {self.tokenizer.eos_token_id}:
-            raise NumcookError("the hf backend stops at the tokenizer's end token; for other stop tokens use numcook.zeh's greedy decoder")
+    def generate(self, prompts, max_new_tokens=32, sampling='greedy', seed=0, batch_size=None, stop_ids=None, show_progress=False,
+                 add_bos=None):
+        from numcook import runtime
+        if stop_ids is not None and set(stop_ids) - set(runtime.stop_ids(self.model, self.tokenizer)):
+            raise NumcookError("the hf backend stops at the model's own end tokens; for other stop tokens use numcook.zeh's greedy decoder")
         inputs = [_chat_ids(self.tokenizer, p) if prompt_kind(p) == 'chat' else p for p in prompts]
-        texts = generate_answers(self.model, self.tokenizer, inputs, max_new_tokens, batch_size or self.batch_size, sampling,
-                                 seed, show_progress=show_progress)
+        texts = runtime.generate(self.model, self.tokenizer, inputs, max_new_tokens, batch_size or self.batch_size, sampling,
+                                 seed, add_bos=add_bos, cpu_threads=self.cpu_threads, show_progress=show_progress)
         return [Completion(t) for t in texts]
 
     def prompt_logprobs(self, seqs, k=2):
@@ -271,7 +274,7 @@ def _parse_echo_logprobs(choice:dict, seq:list[int], tok) -> list[Position]:
     return out + [Position(_top(tops[len(seq)], tok))]
 
 # %% ../nbs/17_backends.ipynb #10bcbb54
-SAMPLING_PARAMS = {'greedy': dict(temperature=0.0), 'paper': dict(temperature=0.6, top_p=0.9)}  # as numcook.evaluate.SAMPLING
+SAMPLING_PARAMS = {'greedy': dict(temperature=0.0), 'paper': dict(temperature=0.6, top_p=0.9)}  # as numcook.runtime.SAMPLING
 
 @BACKENDS.register('openai')
 class OpenAIBackend(Backend):
@@ -339,7 +342,8 @@ class OpenAIBackend(Backend):
             if self.tokenizer is not None: text = self.tokenizer.decode(ids, skip_special_tokens=True)
         return Completion(text, ch.get('finish_reason'), ids)
 
-    def generate(self, prompts, max_new_tokens=32, sampling='greedy', seed=0, batch_size=None, stop_ids=None, show_progress=False):
+    def generate(self, prompts, max_new_tokens=32, sampling='greedy', seed=0, batch_size=None, stop_ids=None, show_progress=False,
+                 add_bos=None):
         if sampling not in SAMPLING_PARAMS:
             from numcook.utils import did_you_mean
             raise did_you_mean(sampling, SAMPLING_PARAMS, 'sampling')
@@ -380,9 +384,9 @@ class OpenAIBackend(Backend):
         if self._pool is not None: self._pool.shutdown(wait=True); self._pool = None
 
 # %% ../nbs/17_backends.ipynb #9e317980
-def as_backend(model, tokenizer=None, model_id:str|None=None) -> Backend:
-    "`model` if it is a backend already, else an `hf` backend around the in-process model and its tokenizer."
-    return model if isinstance(model, Backend) else HFBackend(model, tokenizer, model_id)
+def as_backend(model, tokenizer=None, model_id:str|None=None, **kwargs) -> Backend:
+    "`model` if it is a backend already, else an `hf` backend around the in-process model and its tokenizer (`kwargs`: its settings)."
+    return model if isinstance(model, Backend) else HFBackend(model, tokenizer, model_id, **kwargs)
 
 def add_backend_args(p, tokenizer:bool=False):
     "Add the backend flags to argparse parser `p` (`--tokenizer` too where the command tokenizes prompts itself)."

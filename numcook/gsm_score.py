@@ -4,7 +4,7 @@
 
 # %% ../nbs/44_gsm_score.ipynb #c2b5044b
 from __future__ import annotations
-import math, re
+import re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -132,15 +132,18 @@ def score_reply(p:dict, reply:str) -> dict:
 def evaluate_model(model, tokenizer, problems:list[dict], out:str|Path, batch_size:int=8,
                    max_new_tokens:int=256) -> list[dict]:
     "Greedy-decode every problem with a causal LM (or a backend), score it, and log results resumably to `out`."
-    from numcook.backends import as_backend
+    from numcook.backends import as_backend  # torch and transformers are imported only when a model is evaluated
     gen = as_backend(model, tokenizer)
     log = JsonlLog(out, key='id')
     todo = [p for p in problems if p['id'] not in log]
+    if gen.model is not None: gen.model.eval()
+    bar = progress(total=len(todo), desc='gsm eval', unit='problem')
     try:
-        for i in progress(range(0, len(todo), batch_size), desc='gsm eval', total=math.ceil(len(todo) / batch_size)):
+        for i in range(0, len(todo), batch_size):
             batch = todo[i:i + batch_size]
             replies = gen.generate([gsm_prompt(p) for p in batch], max_new_tokens, batch_size=batch_size)
             for p, r in zip(batch, replies): log.append(score_reply(p, r.text))
-    finally: log.close()
+            bar.update(len(batch))
+    finally: bar.close(); log.close()
     ids = {p['id'] for p in problems}
     return [r for r in log.records if r['id'] in ids]

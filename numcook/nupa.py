@@ -9,14 +9,16 @@ from dataclasses import dataclass, field
 from fractions import Fraction as Q
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
-from .utils import NumcookError, Registry, did_you_mean, parse_range, progress, rng, write_jsonl
+from .utils import NumcookError, Registry, did_you_mean, parse_range, progress, read_jsonl, rng, write_jsonl
 from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scientific
+from .metrics import ANSWER_REGEX, METRICS, item_metrics, range_of, well_learned_digits, performance_preserving_digits
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DIGITS', 'MAX_LENGTH', 'TASK_PROMPTS',
-           'FORMAT_PROMPTS', 'ANSWER_REGEX', 'SYSTEM_PROMPT', 'A13_EXAMPLES', 'TASKS', 'ALIASES', 'NUPA_41',
-           'PROMPT_STYLES', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate', 'generate',
-           'to_dataframe', 'summarize_task', 'summarize', 'make_prompt', 'task_table', 'cli']
+           'FORMAT_PROMPTS', 'SYSTEM_PROMPT', 'A13_EXAMPLES', 'TASKS', 'ALIASES', 'NUPA_41', 'PROMPT_STYLES',
+           'OPERATORS', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate', 'generate', 'to_dataframe',
+           'summarize_task', 'summarize', 'check_prompt_style', 'compact_prompt', 'make_prompt', 'score_items', 'score',
+           'digit_limits', 'read_predictions', 'score_file', 'task_table', 'cli']
 
 # %% ../nbs/02_nupa.ipynb #2c31e9d9
 CATEGORIES = {  # the 17 task kinds, grouped into the paper's four ability categories (Table 1 order)
@@ -80,7 +82,6 @@ FORMAT_PROMPTS = {  # A.2's format prompts, by the representation of the answer
     'scientific': 'Directly return the answer as a scientific notation without any comma separator, like 1.23e4. '
                   'The float part should be in the range [1, 10).',
 }
-ANSWER_REGEX = {'integer': r'\d+', 'float': r'\d+\.\d+', 'fraction': r'\d+/\d+', 'scientific': r'\d+\.\d+e\d+'}  # A.2
 SYSTEM_PROMPT = ('You are a capable math assistant. Return your solution without any process in the format: '
                  'The answer is [YOUR ANSWER]. The final answer must strictly match the format {regex}.')
 
@@ -536,19 +537,148 @@ def summarize(tasks=None, # task names, 'all' / None or 'nupa41'
     return [r for part in parts for r in part]
 
 # %% ../nbs/02_nupa.ipynb #a77b3500
-PROMPT_STYLES = ('completion', 'chat', 'question')
+PROMPT_STYLES = {  # style -> what `make_prompt` gives a model
+    'completion': "A.2's format prompt, a newline, then the task prompt (one string)",
+    'chat': "chat messages: A.2's system message naming the answer regex, then the completion text",
+    'question': "A.2's task prompt alone: 'Add two numbers: 12 + 34 ='",
+    'nupa': "the same string as 'question' (the name training configs use)",
+    'compact': "a short prompt for the small models trained here: '12+34=', 'max 12 34='",
+}
+OPERATORS = {'add': '+', 'sub': '-', 'multiply': '*', 'truediv': '/', 'floordiv': '//', 'mod': '%'}  # signs of compact prompts
 
-def make_prompt(record:dict, # a NUPA item (needs 'task' and 'question')
-                style:str='completion', # 'completion', 'chat' or 'question'
+def check_prompt_style(style:str, text:bool=False) -> str:
+    "`style` if it is a key of PROMPT_STYLES (one whose prompt is a single string, if `text`); else a did-you-mean error."
+    names = [k for k in PROMPT_STYLES if not (text and k == 'chat')]
+    if style not in names: raise did_you_mean(style, names, 'prompt style')
+    return style
+
+def compact_prompt(rec:dict) -> str:
+    "A short prompt for a NUPA record: '12+34=' for arithmetic, 'max 12 34=' for the other kinds."
+    kind = rec.get('kind') or rec['task'].split('_')[0]
+    a, b = rec['a'], rec.get('b')
+    if kind in OPERATORS and b is not None: return f"{a}{OPERATORS[kind]}{b}="
+    return f"{kind} {a}{'' if b is None else ' ' + str(b)}="
+
+def make_prompt(record:dict, # a NUPA item (needs 'task' and 'question'; 'compact' needs 'a' and 'b')
+                style:str='completion', # a key of PROMPT_STYLES
                ):
-    "The prompt of a NUPA item: a string ('completion', 'question') or a list of chat messages ('chat')."
-    if style not in PROMPT_STYLES: raise did_you_mean(style, PROMPT_STYLES, 'prompt style')
-    if style == 'question': return record['question']
+    "The prompt of a NUPA item: a string, or a list of chat messages for 'chat'."
+    check_prompt_style(style)
+    if style in ('question', 'nupa'): return record['question']
+    if style == 'compact': return compact_prompt(record)
     rep = get_task(record['task']).answer_representation
     text = FORMAT_PROMPTS[rep] + '\n' + record['question']
     if style == 'completion': return text
     return [{'role': 'system', 'content': SYSTEM_PROMPT.format(regex=ANSWER_REGEX[rep])},
             {'role': 'user', 'content': text}]
+
+# %% ../nbs/02_nupa.ipynb #c7d8fcc9
+def score_items(records:Iterable[dict], # NUPA items with the model's generation under `prediction_key`
+                prediction_key:str='prediction', # the field holding the generation
+               ):
+    "One row per record: task, length, range, extracted answer and the three metrics."
+    import pandas as pd
+    rows = []
+    for r in records:
+        t = get_task(r['task']); rep = t.answer_representation
+        pred = r.get(prediction_key)
+        malformed = not isinstance(pred, str)
+        m = item_metrics(pred if not malformed else '', str(r['answer']), rep)
+        rows.append({'id': r.get('id'), 'task': t.name, 'length': int(r['length']),
+                     'range': range_of(int(r['length']), t.max_length), 'answer': str(r['answer']), **m,
+                     'malformed': malformed})
+    cols = ['id', 'task', 'length', 'range', 'answer', 'extracted', *METRICS, 'malformed']
+    return pd.DataFrame(rows, columns=cols)
+
+def _items(records_or_df):
+    import pandas as pd
+    return records_or_df if isinstance(records_or_df, pd.DataFrame) else score_items(records_or_df)
+
+def score(records_or_items):
+    "Per-task, per-range table (mean of per-length means) of exact match, digit match and dlength."
+    items = _items(records_or_items)
+    per_len = items.groupby(['task', 'length', 'range'], sort=False)[list(METRICS)].mean().reset_index()
+    counts = items.groupby(['task', 'range'], sort=False).size().rename('n_items')
+    per_len = per_len[per_len['range'] != '']
+    table = per_len.groupby(['task', 'range'], sort=False)[list(METRICS)].mean()
+    table = table.join(counts).reset_index()
+    order = {'S': 0, 'M': 1, 'L': 2, 'XL': 3}
+    tasks = list(dict.fromkeys(items['task']))
+    table['_t'] = table['task'].map(tasks.index); table['_r'] = table['range'].map(order)
+    table = table.sort_values(['_t', '_r']).drop(columns=['_t', '_r']).reset_index(drop=True)
+    return table[['task', 'range', 'n_items', *METRICS]]
+
+def digit_limits(records_or_items):
+    "Well-learned / performance-preserving digits of every task and metric."
+    import pandas as pd
+    items = _items(records_or_items)
+    rows = []
+    for task, g in items.groupby('task', sort=False):
+        per_len = g.groupby('length')[list(METRICS)].mean()
+        row = {'task': task}
+        for m in METRICS:
+            curve = per_len[m].to_dict()
+            row[f'{m}_wld'], row[f'{m}_ppd'] = well_learned_digits(curve, m), performance_preserving_digits(curve, m)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+# %% ../nbs/02_nupa.ipynb #422fb7a5
+def read_predictions(path:str|Path, test:str|Path|None=None) -> tuple[list[dict], list[str]]:
+    "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found."
+    path = Path(path)
+    if not path.is_file(): raise NumcookError(f"no predictions file {str(path)!r}")
+    problems, recs = [], []
+    lines = path.read_text(encoding='utf-8', errors='replace').splitlines()
+    parsed = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip(): continue
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict): raise ValueError
+        except ValueError:
+            problems.append(f"line {i}: not a JSON object"); parsed.append((i, None)); continue
+        parsed.append((i, obj))
+    if test is not None:
+        tpath = Path(test)
+        if not tpath.is_file(): raise NumcookError(f"no test file {str(tpath)!r}")
+        items = read_jsonl(tpath)
+        preds = {}
+        for i, obj in parsed:
+            if obj is None: continue
+            if 'id' not in obj: problems.append(f"line {i}: no 'id'"); continue
+            preds[obj['id']] = obj.get('prediction')
+        for it in items:
+            if it['id'] not in preds: problems.append(f"item {it['id']}: no prediction")
+            recs.append({**it, 'prediction': preds.get(it['id'])})
+        known = {it['id'] for it in items}
+        problems += [f"prediction for unknown id {k!r}" for k in preds if k not in known]
+    else:
+        for i, obj in parsed:
+            if obj is None: continue
+            missing = [k for k in ('task', 'length', 'answer') if k not in obj]
+            if missing: problems.append(f"line {i}: missing {', '.join(missing)}; not scored"); continue
+            try: get_task(obj['task'])
+            except NumcookError: problems.append(f"line {i}: unknown task {obj['task']!r}; not scored"); continue
+            recs.append(obj)
+    for r in recs:
+        if 'prediction' in r and not isinstance(r['prediction'], str) and r['prediction'] is not None:
+            problems.append(f"item {r.get('id')}: prediction is not a string; scored as an empty answer")
+        elif 'prediction' not in r or r['prediction'] is None:
+            if test is None: problems.append(f"item {r.get('id')}: no prediction; scored as an empty answer")
+    return recs, problems
+
+def score_file(path:str|Path, # JSON Lines of items with predictions (or just id and prediction, with `test`)
+               test:str|Path|None=None, # the generated items, joined to the predictions by id
+              ):
+    "Score a predictions file: (per-task per-range table, digit-limits table, a short report of problems)."
+    recs, problems = read_predictions(path, test)
+    if not recs:
+        hint = " (records with only 'id' and 'prediction' need --test)" if test is None else ''
+        raise NumcookError(f"nothing to score in {str(path)!r}{hint}: " + (f"{len(problems)} problem(s), first: {problems[0]}" if problems else 'empty file'))
+    items = score_items(recs)
+    report = f"scored {len(items)} items of {items['task'].nunique()} task(s); {len(problems)} problem(s)"
+    if problems: report += ':\n  ' + '\n  '.join(problems[:20]) + (f"\n  ... {len(problems) - 20} more" if len(problems) > 20 else '')
+    return score(items), digit_limits(items), report
 
 # %% ../nbs/02_nupa.ipynb #ddb8c81d
 def task_table():
@@ -604,7 +734,6 @@ def cli(argv:list[str]|None=None) -> int:
         p = _write_out(args.out, lambda p: write_jsonl(recs, p))
         print(f"wrote {sum(1 for _ in p.open())} items of {len(names)} task(s) to {p}")
         return 0
-    from numcook.metrics import score_file
     table, limits, report = score_file(args.predictions, args.test)
     print(table.to_string(index=False, float_format=lambda x: f'{x:.3f}'))
     print()

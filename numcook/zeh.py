@@ -13,13 +13,14 @@ from .utils import (NumcookError, Registry, JsonlLog, did_you_mean, read_jsonl, 
                            progress, to_jsonable)
 from .families import Family, Instance, Prompt, get_family, render, FAMILIES
 from .trie import Trie, build_trie, tree_mask, verified_nodes
+from .runtime import left_pad, stop_ids
 from .backends import as_backend, greedy_choice, add_backend_args, backend_from_args
 
 # %% auto #0
 __all__ = ['CHAT_TEMPLATE', 'DENSE_MASK_IMPLEMENTATIONS', 'STRATEGIES', 'toy_chat_tokenizer', 'toy_model', 'Item', 'Verifier',
            'greedy_decode', 'judge', 'PrefixCache', 'tf_argmax', 'logprob_argmax', 'greedy_answers', 'trie_logits',
            'trie_argmax', 'Strategy', 'get_strategy', 'verify_batch', 'ZehConfig', 'size_instances',
-           'zero_error_horizon', 'summarize', 'size_instances_count', 'load_model', 'cli']
+           'zero_error_horizon', 'summarize', 'size_instances_count', 'cli']
 
 # %% ../nbs/22_zeh.ipynb #9b7ed563
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -71,10 +72,7 @@ class Verifier:
         self.model = self.backend.model  # None when the model runs behind a server
         self.tok, self.family, self.prompt, self.slack = tokenizer, family, prompt, slack_tokens
         self.chat = bool(getattr(tokenizer, 'chat_template', None))
-        stop = {tokenizer.eos_token_id}
-        gen = getattr(getattr(self.backend, 'generation_config', None), 'eos_token_id', None)
-        stop |= set(gen) if isinstance(gen, (list, tuple)) else {gen}
-        self.stop_ids = sorted(s for s in stop if s is not None)
+        self.stop_ids = stop_ids(self.backend, tokenizer)  # the backend carries the model's generation config
         if not self.stop_ids: raise NumcookError("the tokenizer has no EOS token, so greedy decoding cannot end an answer")
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.device = next(self.model.parameters()).device if self.model is not None else torch.device('cpu')
@@ -117,11 +115,8 @@ class Verifier:
 @torch.no_grad()
 def greedy_decode(v:Verifier, items:list[Item]) -> list[tuple[list[int], bool]]:
     "Greedy continuation of each item's prompt: (new token ids without the stop token, whether it stopped)."
-    B, L = len(items), max(len(it.prompt_ids) for it in items)
-    ids = torch.full((B, L), v.pad_id, dtype=torch.long)
-    att = torch.zeros((B, L), dtype=torch.long)
-    for r, it in enumerate(items):
-        ids[r, L - len(it.prompt_ids):] = torch.tensor(it.prompt_ids); att[r, L - len(it.prompt_ids):] = 1
+    B = len(items)
+    ids, att = left_pad([it.prompt_ids for it in items], v.pad_id)
     ids, att = ids.to(v.device), att.to(v.device)
     pos = (att.cumsum(-1) - 1).clamp(min=0)
     kw = dict(attention_mask=att, position_ids=pos) if B > 1 else {}
@@ -213,7 +208,7 @@ def tf_argmax(v:Verifier, items:list[Item], prefill:bool) -> list[list[int]]:
     off = L - keep
     return [am[r][s - off: s - off + len(it.answer_ids) + 1] for r, (it, s) in enumerate(zip(items, starts))]
 
-# %% ../nbs/22_zeh.ipynb #6a32a522
+# %% ../nbs/22_zeh.ipynb #835e86e1
 def logprob_argmax(v:Verifier, items:list[Item]) -> list[list[int|None]]:
     "Greedy choices after the last prompt token and each gold token, from the backend's prompt log-probabilities."
     pos = v.backend.prompt_logprobs([it.prompt_ids + it.answer_ids for it in items])
@@ -249,11 +244,8 @@ def trie_logits(v:Verifier, items:list[Item], extra:Callable|None=None) -> tuple
     if P: kw['past_key_values'] = v.prefix.cache
     impl = getattr(v.model.config, '_attn_implementation', 'sdpa')
     if impl in DENSE_MASK_IMPLEMENTATIONS:
-        m = tree_mask(end[0], P)[None, None]
-        if impl == 'eager':
-            dt = next(v.model.parameters()).dtype
-            m = torch.zeros(m.shape, dtype=dt, device=dev).masked_fill(~m, torch.finfo(dt).min)
-        kw['attention_mask'] = m
+        dt = None if impl == 'sdpa' else next(v.model.parameters()).dtype  # eager adds the mask to the scores
+        kw['attention_mask'] = tree_mask(end[0], P, dt)[None, None]
     if extra is not None: kw.update(extra(end))
     try: logits = v.model(**kw).logits[0]
     finally: v.prefix.crop()
@@ -473,13 +465,6 @@ def size_instances_count(fam:Family, n:int, cfg:ZehConfig) -> range:
     c = fam.count(n)
     if c is None: return range(len(size_instances(fam, n, cfg)))  # generator-drawn families may yield fewer
     return range(min(c, cfg.sample) if cfg.sample else c)
-
-# %% ../nbs/22_zeh.ipynb #18bb3f80
-from .models import DTYPES, load_model_and_tokenizer
-
-def load_model(name:str, device:str='auto', dtype:str='float32', attn_implementation:str='sdpa'):
-    "A causal LM and its tokenizer from a local path or hub id, in eval mode on `device`."
-    return load_model_and_tokenizer(name, dtype, device, attn_implementation=attn_implementation)
 
 # %% ../nbs/22_zeh.ipynb #42aa1372
 def _parser() -> argparse.ArgumentParser:
