@@ -178,10 +178,11 @@ class RetryPolicy:
     def delay(self, retry:int, retry_after:float|None=None) -> float:
         "Seconds to wait before retry number `retry` (0-based): exponential backoff with jitter, at least `retry_after`."
         d = min(self.max_backoff, self.backoff * 2 ** retry)
-        d = random.uniform(d / 2, d)
+        d = _JITTER.uniform(d / 2, d)
         return max(d, min(retry_after, self.max_backoff)) if retry_after else d
 
 TRANSIENT_STATUS = (408, 409, 425, 429)  # and every 5xx: worth another try
+_JITTER = random.Random()  # its own generator: retries never move the global random state that seeded code relies on
 
 def _public_url(url:str) -> str:
     "`url` without user, password, query or fragment (what may be written to a config)."
@@ -283,6 +284,8 @@ class OpenAIBackend(Backend):
     def __init__(self, base_url:str, model:str, api_key_env:str|None=None, tokenizer=None, max_concurrency:int=8,
                  policy:RetryPolicy|None=None, logprobs_api:str='auto'):
         if not base_url: raise NumcookError("backend 'openai' needs the server's --base-url, like http://127.0.0.1:8000/v1")
+        if urllib.parse.urlsplit(base_url).scheme not in ('http', 'https') or not urllib.parse.urlsplit(base_url).hostname:
+            raise NumcookError(f"bad --base-url {_public_url(base_url)!r}: give it like http://127.0.0.1:8000/v1")
         if max_concurrency < 1: raise NumcookError(f"max_concurrency must be at least 1, got {max_concurrency}")
         if logprobs_api not in ('auto', 'prompt_logprobs', 'echo'):
             raise NumcookError(f"unknown logprobs_api {logprobs_api!r}; valid: auto, prompt_logprobs, echo")
