@@ -44,7 +44,7 @@ $(SERVED_STAMP):
 	touch $@
 
 test-served: $(STAMP) $(SERVED_STAMP)
-	NUMCOOK_SERVED_PYTHON=$(SERVED)/bin/python $(BIN)/python -m pytest -q -p no:xdist -m served tests
+	NUMCOOK_SERVED_PYTHON=$(abspath $(SERVED))/bin/python $(BIN)/python -m pytest -q -rs -p no:xdist -m served tests
 
 check-sync: $(STAMP)
 	$(BIN)/python scripts/check_sync.py

@@ -14,6 +14,7 @@ ALLOWED = '0123456789, '
 def served_python():
     "The interpreter of the environment that has vLLM and lm-eval, or None."
     p = Path(os.environ.get('NUMCOOK_SERVED_PYTHON', ROOT / '.venv-served' / 'bin' / 'python'))
+    p = p if p.is_absolute() else ROOT / p   # the tests run commands from other folders
     return p if p.exists() else None
 
 
