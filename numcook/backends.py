@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
-from .utils import NumcookError, Registry, derive_seed
+from .utils import NumcookError, Registry, derive_seed, int_arg
 
 # %% auto #0
 __all__ = ['BACKENDS', 'WEIGHT_SUFFIXES', 'TRANSIENT_STATUS', 'SAMPLING_PARAMS', 'prompt_kind', 'Completion', 'Position',
@@ -397,7 +397,7 @@ def add_backend_args(p, tokenizer:bool=False):
     g.add_argument('--backend', default='hf', help="'hf': the model in this process (default); 'openai': an OpenAI-compatible server")
     g.add_argument('--base-url', default=None, help="the server's URL, like http://127.0.0.1:8000/v1 (backend openai)")
     g.add_argument('--api-key-env', default=None, help='name of the environment variable that holds the API key (the key is never saved)')
-    g.add_argument('--max-concurrency', type=int, default=8, help='requests in flight at once (backend openai; default 8)')
+    g.add_argument('--max-concurrency', type=int_arg(1), default=8, help='requests in flight at once (backend openai; default 8)')
     g.add_argument('--device-map', default=None, help="'auto': spread the model over the GPUs with accelerate (backend hf)")
     if tokenizer: g.add_argument('--tokenizer', default=None, help='tokenizer folder or hub id (backend openai; default: --model)')
     return p
@@ -415,8 +415,6 @@ def backend_from_args(args, model_id:str, need_tokenizer:bool=False, device:str=
     tok = None
     name = getattr(args, 'tokenizer', None) or (model_id if need_tokenizer else None)
     if name:
-        from transformers import AutoTokenizer
-        try: tok = AutoTokenizer.from_pretrained(name)
-        except (OSError, ValueError) as e:
-            raise NumcookError(f"cannot load the tokenizer {name!r} (give --tokenizer, a folder or hub id): {str(e).strip().splitlines()[0]}") from None
+        from numcook.tokenizers import load_tokenizer
+        tok = load_tokenizer(name)
     return OpenAIBackend(args.base_url, model_id, args.api_key_env, tok, args.max_concurrency)

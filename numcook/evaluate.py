@@ -4,11 +4,10 @@
 
 # %% ../nbs/14_evaluate.ipynb #27607d6e
 from __future__ import annotations
-import argparse, dataclasses
-from dataclasses import dataclass
+import argparse
 from pathlib import Path
 from typing import Callable, Sequence
-from .utils import JsonlLog, check_resume, parse_range, save_config
+from .utils import JsonlLog, parse_range
 from .formats import NumberFormat
 from .models import load_model_and_tokenizer
 from .metrics import item_metrics
@@ -16,7 +15,7 @@ from .nupa import TASKS, check_prompt_style, make_prompt
 from .runtime import SAMPLING, pick_device
 
 # %% auto #0
-__all__ = ['answer_representation', 'score_output', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'EvalConfig', 'cli']
+__all__ = ['answer_representation', 'score_output', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'cli']
 
 # %% ../nbs/14_evaluate.ipynb #1c4ecde6
 def answer_representation(rec:dict) -> str|None:
@@ -94,55 +93,52 @@ def curve_rows(history:Sequence[dict], **labels) -> list[dict]:
     return [rows[k] for k in sorted(rows)]
 
 # %% ../nbs/14_evaluate.ipynb #62df3413
-@dataclass
-class EvalConfig:
-    "Settings of one `numcook eval` run (saved beside its results as `<out>.config.json`)."
-    model: str                   # model folder, hub id, or the name a server serves it under
-    tasks: str = 'add_integer'   # NUPA task names, comma separated
-    lengths: str = '1-10'        # digit lengths
-    n: int = 100                 # questions per task and length
-    seed: int = 1                # seed of the test questions
-    sampling: str = 'greedy'     # a key of SAMPLING
-    prompt_style: str = 'nupa'   # 'nupa' or 'compact'
-
 def cli(argv:list[str]) -> int:
     "`numcook eval`: evaluate a causal LM on NUPA tasks."
     import pandas as pd
     from numcook.backends import HFBackend, add_backend_args, backend_from_args, check_backend_args
-    p = argparse.ArgumentParser(prog='numcook eval', description='Evaluate a causal LM (local folder or hub id) on NUPA tasks.')
+    from numcook.utils import ArgParser, OutputGuard, atomic_file, check_output_path, int_arg, to_jsonable
+    p = ArgParser(prog='numcook eval', description='Evaluate a causal LM (local folder or hub id) on NUPA tasks.')
     p.add_argument('model', help='model folder (a numcook run folder, its final/ folder, a checkpoint) or hub id')
     p.add_argument('--tasks', default='add_integer', help='NUPA task names, comma separated (default: add_integer)')
     p.add_argument('--lengths', default='1-10', help="digit lengths, like '1-20' (default: 1-10)")
-    p.add_argument('--n', type=int, default=100, help='questions per task and length (default: 100)')
-    p.add_argument('--seed', type=int, default=1, help='seed of the test questions (default: 1)')
+    p.add_argument('--n', type=int_arg(1), default=100, help='questions per task and length (default: 100)')
+    p.add_argument('--seed', type=int_arg(0), default=1, help='seed of the test questions (default: 1)')
     p.add_argument('--sampling', default='greedy', choices=sorted(SAMPLING), help='decoding (default: greedy)')
     p.add_argument('--prompt-style', default=None, choices=['compact', 'nupa'], help="default: the run's own, else 'nupa'")
-    p.add_argument('--batch-size', type=int, default=64, help='prompts per generate call (default: 64)')
+    p.add_argument('--batch-size', type=int_arg(1), default=64, help='prompts per generate call (default: 64)')
     p.add_argument('--out', default=None, help='JSON Lines file for scored records (resumable); a CSV summary goes beside it')
     p.add_argument('--device', default='auto', help="'auto', 'cpu' or 'cuda' (default: auto)")
     add_backend_args(p)
     a = p.parse_args(argv)
     from numcook.train import load_trained
-    from numcook.nupa import generate
+    from numcook.nupa import generate, MAX_LENGTH
+    served = check_backend_args(a) is not HFBackend
+    dev = None if served or a.device_map else pick_device(a.device)
+    recs = generate(a.tasks, parse_range(a.lengths, 'lengths', 1, MAX_LENGTH), a.n, a.seed)   # checks tasks and lengths first
+    if a.out: check_output_path(a.out)
     fmt, style = NumberFormat(), a.prompt_style or 'nupa'
-    if check_backend_args(a) is not HFBackend: gen = backend_from_args(a, a.model)
+    if served: gen = backend_from_args(a, a.model)
     else:
         kw = {'device_map': a.device_map} if a.device_map else {}
-        dev = None if kw else str(pick_device(a.device))
         if Path(a.model).exists():
-            model, tok, cfg = load_trained(a.model, device=dev, **kw)
+            model, tok, cfg = load_trained(a.model, device=None if dev is None else str(dev), **kw)
             if cfg is not None: fmt, style = cfg.number_format, a.prompt_style or cfg.prompt_style
         else:
-            model, tok = load_model_and_tokenizer(a.model, device=dev, **kw)
+            model, tok = load_model_and_tokenizer(a.model, device=None if dev is None else str(dev), **kw)
         gen = HFBackend(model, tok, a.model, device_map=a.device_map, cpu_threads=1)
-    recs = generate(a.tasks, parse_range(a.lengths, 'lengths', 1), a.n, a.seed)
-    if a.out:
-        ecfg, conf = EvalConfig(a.model, a.tasks, a.lengths, a.n, a.seed, a.sampling, style), Path(a.out).with_suffix('.config.json')
+    if a.out is None: res = evaluate(gen, None, recs, fmt, style, a.sampling, a.batch_size, show_progress=True)
+    else:
         desc = gen.describe()
-        check_resume(a.out, conf, {**dataclasses.asdict(ecfg), 'backend': desc})
-        save_config(ecfg, conf, backend=desc)
-    res = evaluate(gen, None, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
+        run = {'_class': 'NupaEval', 'model': a.model, 'tasks': a.tasks, 'lengths': a.lengths, 'n': a.n, 'seed': a.seed,
+               'sampling': a.sampling, 'prompt_style': style, 'number_format': to_jsonable(fmt), 'batch_size': a.batch_size,
+               'dtype': desc.get('dtype'), 'device': dev.type if dev is not None else desc.get('device', desc['backend'])}
+        same = ('model', 'seed', 'sampling', 'prompt_style', 'number_format', 'dtype', 'device', 'backend')   # tasks, lengths and n may grow
+        with OutputGuard(a.out, run, same=same, backend=desc) as guard:
+            res = evaluate(gen, None, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
+            guard.done(results=len(res))
     table = pd.DataFrame(summarize(res))
     print(table.to_string(index=False))
-    if a.out: table.to_csv(Path(a.out).with_suffix('.summary.csv'), index=False)
+    if a.out:
+        with atomic_file(Path(a.out).with_suffix('.summary.csv')) as f: table.to_csv(f, index=False)
     return 0

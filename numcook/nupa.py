@@ -12,13 +12,15 @@ from typing import Callable, Iterable, Iterator
 from .utils import NumcookError, Registry, did_you_mean, parse_range, progress, read_jsonl, rng, write_jsonl
 from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scientific
 from .metrics import ANSWER_REGEX, METRICS, item_metrics, range_of, well_learned_digits, performance_preserving_digits
+from .utils import ArgParser, OutputGuard, atomic_file, check_not_input, confirm_large, int_arg, read_records
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DIGITS', 'MAX_LENGTH', 'TASK_PROMPTS',
            'FORMAT_PROMPTS', 'SYSTEM_PROMPT', 'A13_EXAMPLES', 'TASKS', 'ALIASES', 'NUPA_41', 'PROMPT_STYLES',
-           'OPERATORS', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate', 'generate', 'to_dataframe',
-           'summarize_task', 'summarize', 'check_prompt_style', 'compact_prompt', 'make_prompt', 'score_items', 'score',
-           'digit_limits', 'read_predictions', 'score_file', 'task_table', 'cli']
+           'OPERATORS', 'GENERATE_LIMIT_BYTES', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate',
+           'generate', 'to_dataframe', 'summarize_task', 'summarize', 'check_prompt_style', 'compact_prompt',
+           'make_prompt', 'score_items', 'score', 'digit_limits', 'read_predictions', 'score_file', 'task_table',
+           'generate_estimate', 'cli']
 
 # %% ../nbs/02_nupa.ipynb #2c31e9d9
 CATEGORIES = {  # the 17 task kinds, grouped into the paper's four ability categories (Table 1 order)
@@ -623,42 +625,56 @@ def digit_limits(records_or_items):
     return pd.DataFrame(rows)
 
 # %% ../nbs/02_nupa.ipynb #422fb7a5
+_ITEM_FIELDS = {'task': str, 'length': int, 'answer': str}   # what scoring needs of an item (an integer gold is read as its digits)
+
+def _item_problem(obj:dict) -> str|None:
+    "Why a record cannot be scored as a NUPA item (missing or mistyped field, unknown task), or None."
+    missing = [k for k in _ITEM_FIELDS if k not in obj]
+    if missing: return f"missing {', '.join(missing)}"
+    if isinstance(obj['answer'], int) and not isinstance(obj['answer'], bool): obj['answer'] = str(obj['answer'])
+    for k, t in _ITEM_FIELDS.items():
+        if not isinstance(obj[k], t) or isinstance(obj[k], bool): return f"field {k!r} should be {'a string' if t is str else 'an integer'}, not {json.dumps(obj[k])[:30]}"
+    try: get_task(obj['task'])
+    except NumcookError: return f"unknown task {obj['task']!r}"
+    return None
+
 def read_predictions(path:str|Path, test:str|Path|None=None) -> tuple[list[dict], list[str]]:
-    "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found."
+    "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found; a repeated id is refused."
     path = Path(path)
     if not path.is_file(): raise NumcookError(f"no predictions file {str(path)!r}")
-    problems, recs = [], []
+    problems, recs, parsed, seen = [], [], [], {}
     lines = path.read_text(encoding='utf-8', errors='replace').splitlines()
-    parsed = []
     for i, line in enumerate(lines, 1):
         if not line.strip(): continue
         try:
             obj = json.loads(line)
             if not isinstance(obj, dict): raise ValueError
         except ValueError:
-            problems.append(f"line {i}: not a JSON object"); parsed.append((i, None)); continue
+            problems.append(f"line {i}: not a JSON object"); continue
+        if 'id' in obj:                                   # an item scored twice would count twice
+            k = json.dumps(obj['id'])
+            if k in seen: raise NumcookError(f"{path}: line {i} repeats id {obj['id']!r} of line {seen[k]}; each item may be scored once")
+            seen[k] = i
         parsed.append((i, obj))
     if test is not None:
-        tpath = Path(test)
-        if not tpath.is_file(): raise NumcookError(f"no test file {str(tpath)!r}")
-        items = read_jsonl(tpath)
+        items = read_records(test, 'test items', {'id': (str, int)})
+        for n, it in enumerate(items, 1):
+            why = _item_problem(it)
+            if why: raise NumcookError(f"{test}: item {n} ({it['id']!r}): {why}")
         preds = {}
         for i, obj in parsed:
-            if obj is None: continue
             if 'id' not in obj: problems.append(f"line {i}: no 'id'"); continue
-            preds[obj['id']] = obj.get('prediction')
+            preds[json.dumps(obj['id'])] = obj.get('prediction')
         for it in items:
-            if it['id'] not in preds: problems.append(f"item {it['id']}: no prediction")
-            recs.append({**it, 'prediction': preds.get(it['id'])})
-        known = {it['id'] for it in items}
-        problems += [f"prediction for unknown id {k!r}" for k in preds if k not in known]
+            k = json.dumps(it['id'])
+            if k not in preds: problems.append(f"item {it['id']}: no prediction")
+            recs.append({**it, 'prediction': preds.get(k)})
+        known = {json.dumps(it['id']) for it in items}
+        problems += [f"prediction for unknown id {json.loads(k)!r}" for k in preds if k not in known]
     else:
         for i, obj in parsed:
-            if obj is None: continue
-            missing = [k for k in ('task', 'length', 'answer') if k not in obj]
-            if missing: problems.append(f"line {i}: missing {', '.join(missing)}; not scored"); continue
-            try: get_task(obj['task'])
-            except NumcookError: problems.append(f"line {i}: unknown task {obj['task']!r}; not scored"); continue
+            why = _item_problem(obj)
+            if why: problems.append(f"line {i}: {why}; not scored"); continue
             recs.append(obj)
     for r in recs:
         if 'prediction' in r and not isinstance(r['prediction'], str) and r['prediction'] is not None:
@@ -690,7 +706,7 @@ def task_table():
                          for t in TASKS.values()])
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='numcook nupa', description='NUPA Test (Number Cookbook §2): tasks, items, scores.')
+    p = ArgParser(prog='numcook nupa', description='NUPA Test (Number Cookbook §2): tasks, items, scores.')
     sub = p.add_subparsers(dest='cmd', metavar='{list,generate,score}')
     sub.required = True
     pl = sub.add_parser('list', help='list the tasks', description='List the NUPA tasks and their properties.')
@@ -698,26 +714,22 @@ def _parser() -> argparse.ArgumentParser:
     pg = sub.add_parser('generate', help='generate NUPA items as JSON Lines', description='Generate NUPA items.')
     pg.add_argument('--tasks', default='all', help="comma list of task names, 'all' (default) or 'nupa41'")
     pg.add_argument('--lengths', default=None, help="lengths like '1-20' or '1-5,10' (default: each task's own range)")
-    pg.add_argument('--n', default='1000', help='items per task and length (default 1000)')
-    pg.add_argument('--seed', default='0', help='random seed (default 0)')
-    pg.add_argument('--out', required=True, help='output .jsonl file')
+    pg.add_argument('--n', type=int_arg(1), default=1000, help='items per task and length (default 1000)')
+    pg.add_argument('--seed', type=int_arg(0), default=0, help='random seed (default 0)')
+    pg.add_argument('--out', required=True, help='output .jsonl file (its settings go to .config.json beside it)')
+    pg.add_argument('--yes', action='store_true', help=f'go ahead when the estimated output exceeds {GENERATE_LIMIT_BYTES / 1e9:g} GB')
     ps = sub.add_parser('score', help='score predictions', description='Score predictions with the NUPA metrics.')
     ps.add_argument('predictions', help="JSON Lines of items with a 'prediction' field (or 'id' and 'prediction' with --test)")
     ps.add_argument('--test', default=None, help='the generated items, when predictions carry only id and prediction')
     ps.add_argument('--out', default=None, help='CSV file for the per-task, per-range table')
     return p
 
-def _int_arg(v:str, what:str) -> int:
-    try: return int(v)
-    except ValueError: raise NumcookError(f"bad {what} {v!r}: give an integer") from None
+GENERATE_LIMIT_BYTES = 4e9  # `nupa generate` asks for --yes above this estimated output (the default 3.3M items: about 1.6 GB)
 
-def _write_out(path:str, write:Callable[[Path], object]) -> Path:
-    p = Path(path)
-    if p.is_dir(): raise NumcookError(f"bad output path {path!r}: it is a directory, give a file name")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True); write(p)
-    except OSError as e: raise NumcookError(f"cannot write {path!r}: {e.strerror or e}") from None
-    return p
+def generate_estimate(names:list[str], lengths:list[int]|None, n:int) -> tuple[int, float]:
+    "(items, bytes) that `generate` will write at most: `n` per task and length, about 250 + 5 bytes per digit of length each."
+    pairs = [(t, L) for t in names for L in (lengths or get_task(t).lengths)]
+    return len(pairs) * n, sum(n * (250 + 5 * L) for _, L in pairs)
 
 def cli(argv:list[str]|None=None) -> int:
     "`numcook nupa list|generate|score`."
@@ -727,17 +739,25 @@ def cli(argv:list[str]|None=None) -> int:
         if args.only41: df = df[df.in_41]
         print(df.to_string(index=False)); return 0
     if args.cmd == 'generate':
-        n, seed = _check_n(_int_arg(args.n, 'count')), _int_arg(args.seed, 'seed')
         names = task_names(args.tasks)
-        if args.lengths is not None: parse_range(args.lengths, 'lengths', 1, MAX_LENGTH)
-        recs = iter_generate(names, args.lengths, n, seed, show_progress=True)
-        p = _write_out(args.out, lambda p: write_jsonl(recs, p))
-        print(f"wrote {sum(1 for _ in p.open())} items of {len(names)} task(s) to {p}")
+        lengths = None if args.lengths is None else parse_range(args.lengths, 'lengths', 1, MAX_LENGTH)
+        items, size = generate_estimate(names, lengths, args.n)
+        confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write up to {items:,} items (~{size / 1e9:,.1f} GB)", args.yes)
+        cfg = {'_class': 'NupaGenerate', 'tasks': names, 'lengths': args.lengths, 'n': args.n, 'seed': args.seed}
+        with OutputGuard(args.out, cfg, same=()) as out:        # any earlier file of this command is replaced, never another's
+            count = [0]
+            def counted(recs):
+                for r in recs: count[0] += 1; yield r
+            write_jsonl(counted(iter_generate(names, lengths, args.n, args.seed, show_progress=True)), args.out)
+            out.done(items=count[0])
+        print(f"wrote {count[0]} items of {len(names)} task(s) to {args.out}")
         return 0
+    if args.out: check_not_input(args.out, args.predictions, args.test)
     table, limits, report = score_file(args.predictions, args.test)
     print(table.to_string(index=False, float_format=lambda x: f'{x:.3f}'))
     print()
     print(limits.to_string(index=False))
     print(report)
-    if args.out: _write_out(args.out, lambda p: table.to_csv(p, index=False))
+    if args.out:
+        with atomic_file(args.out) as f: table.to_csv(f, index=False)
     return 0

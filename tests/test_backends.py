@@ -137,7 +137,7 @@ def test_backend_flags_fail_in_one_line(saved, tmp_path, capsys, monkeypatch):
              (['eval', str(saved), '--base-url', 'http://127.0.0.1:9/v1'], '--base-url is for --backend openai'),
              (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--device-map', 'auto'], '--device-map is for'),
              (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--max-concurrency', '0'],
-              'max_concurrency must be at least 1'),
+              '--max-concurrency: expected an integer >= 1, got 0'),
              (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1'], 'cannot reach http://127.0.0.1:9/v1'),
              (['zeh', 'run', '--model', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--strategy', 'trie',
                '--out', out], "strategy 'trie' needs the model in this process")]
