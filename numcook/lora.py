@@ -14,7 +14,8 @@ from .utils import NumcookError, did_you_mean, derive_seed, save_config, load_co
 from .models import load_model, NOPE_ROPE
 from .formats import NumberFormat, REVERSE_MODES
 from .tokenizers import split_digits
-from .train import fit, encode_pair, nupa_pairs, config_parser, PROMPT_STYLES
+from .train import fit, encode_pair, nupa_pairs, config_parser
+from .nupa import check_prompt_style
 
 # %% auto #0
 __all__ = ['FINETUNE_PE', 'FinetuneConfig', 'prepare_base', 'add_lora', 'finetune', 'cli']
@@ -29,7 +30,7 @@ class FinetuneConfig:
     tasks: str = 'add_integer,add_float' # NUPA task names, comma separated (the paper: all of them, mixed)
     train_lengths: str = '1-8' # digit lengths of the training data
     n_per_length: int = 1000 # samples per task and length (the paper: 1e5)
-    prompt_style: str = 'nupa' # one of PROMPT_STYLES
+    prompt_style: str = 'nupa' # a text style of numcook.nupa.PROMPT_STYLES
     data_seed: int = 0 # seed of the generated data
     rank: int = 128 # LoRA rank r (the paper: 128)
     alpha: float = 32 # LoRA alpha (the paper: 32)
@@ -56,7 +57,7 @@ class FinetuneConfig:
 
     def __post_init__(self):
         if self.pe not in FINETUNE_PE: raise did_you_mean(self.pe, FINETUNE_PE, 'positional encoding change')
-        if self.prompt_style not in PROMPT_STYLES: raise did_you_mean(self.prompt_style, PROMPT_STYLES, 'prompt style')
+        check_prompt_style(self.prompt_style, text=True)
         self.number_format
 
     @property

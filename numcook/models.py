@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM, AutoModelForCausalLM, AutoTokenizer, AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from .utils import NumcookError, did_you_mean
+from .runtime import pick_device
 
 # %% auto #0
 __all__ = ['MODEL_SIZES', 'POSITIONAL_ENCODINGS', 'NOPE_ROPE', 'DTYPES', 'alibi_slopes', 'alibi_attention_forward',
@@ -114,7 +115,7 @@ def load_model(path:str, dtype=None, device:str|None=None, **kwargs):
     if isinstance(dtype, str):
         if dtype not in DTYPES: raise did_you_mean(dtype, DTYPES, 'dtype')
         dtype = DTYPES[dtype]
-    if device == 'auto': device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    if device is not None: device = pick_device(device)
     cfg_file = Path(path) / 'config.json'
     pe = json.loads(cfg_file.read_text()).get('numcook_pe', 'rope') if cfg_file.exists() else 'rope'
     if pe == 'alibi': kwargs.setdefault('attn_implementation', 'alibi')

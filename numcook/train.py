@@ -4,24 +4,24 @@
 
 # %% ../nbs/13_train.ipynb #642b89be
 from __future__ import annotations
-import argparse, contextlib, csv, dataclasses, functools, json, math, shutil, time
+import argparse, csv, dataclasses, functools, json, math, shutil, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 import torch
 from .utils import NumcookError, did_you_mean, derive_seed, rng, progress, save_config, load_config, JsonlLog, read_jsonl, parse_range
 from .tokenizers import number_tokenizer, encode, TOKENIZER_KINDS
-from .models import make_model, load_model, MODEL_SIZES, POSITIONAL_ENCODINGS
+from .models import make_model, load_model_and_tokenizer, MODEL_SIZES, POSITIONAL_ENCODINGS
 from .formats import NumberFormat, REVERSE_MODES
+from .nupa import check_prompt_style, generate, make_prompt
+from .runtime import pick_device, torch_threads
 
 # %% auto #0
-__all__ = ['PROMPT_STYLES', 'OPERATORS', 'TrainConfig', 'compact_prompt', 'nupa_pairs', 'encode_pair', 'collate', 'batch_indices',
-           'lr_lambda', 'torch_threads', 'pick_device', 'latest_checkpoint', 'save_checkpoint', 'fit',
-           'write_metrics_csv', 'TrainResult', 'train', 'load_trained', 'config_parser', 'cli']
+__all__ = ['TrainConfig', 'nupa_pairs', 'encode_pair', 'collate', 'batch_indices', 'lr_lambda', 'latest_checkpoint',
+           'save_checkpoint', 'fit', 'write_metrics_csv', 'TrainResult', 'train', 'load_trained', 'config_parser',
+           'cli']
 
 # %% ../nbs/13_train.ipynb #8ecae0db
-PROMPT_STYLES = ('compact', 'nupa')  # 'compact': "12+34="; 'nupa': the task prompt of NUPA (A.2)
-
 @dataclass
 class TrainConfig:
     "Everything that determines a training run."
@@ -29,7 +29,7 @@ class TrainConfig:
     tasks: str = 'add_integer' # NUPA task names, comma separated
     train_lengths: str = '1-3' # digit lengths to train on, like '1-8'
     n_per_length: int = 2000 # training samples per task and length (the paper: 1e7)
-    prompt_style: str = 'compact' # one of PROMPT_STYLES
+    prompt_style: str = 'compact' # a text style of numcook.nupa.PROMPT_STYLES ('compact': '12+34=', 'nupa': the task prompt)
     data_seed: int = 0 # seed of the generated data
     # how numbers are written
     tokenizer: str = 'one_digit' # one of TOKENIZER_KINDS
@@ -60,7 +60,7 @@ class TrainConfig:
     def __post_init__(self):
         if self.tokenizer not in TOKENIZER_KINDS: raise did_you_mean(self.tokenizer, TOKENIZER_KINDS, 'tokenizer')
         if self.pe not in POSITIONAL_ENCODINGS: raise did_you_mean(self.pe, POSITIONAL_ENCODINGS, 'positional encoding')
-        if self.prompt_style not in PROMPT_STYLES: raise did_you_mean(self.prompt_style, PROMPT_STYLES, 'prompt style')
+        check_prompt_style(self.prompt_style, text=True)
         if self.model_size not in MODEL_SIZES: raise did_you_mean(self.model_size, MODEL_SIZES, 'model size')
         self.number_format  # validates the format fields
 
@@ -69,21 +69,11 @@ class TrainConfig:
         return NumberFormat(self.reverse, self.pad, self.pad_dec, self.index_hints)
 
 # %% ../nbs/13_train.ipynb #639183f6
-OPERATORS = {'add': '+', 'sub': '-', 'multiply': '*', 'truediv': '/', 'floordiv': '//', 'mod': '%'}
-
-def compact_prompt(rec:dict) -> str:
-    "A short prompt for a NUPA record: '12+34=' for arithmetic, 'max 12 34=' for the other kinds."
-    kind = rec.get('kind') or rec['task'].split('_')[0]
-    a, b = rec['a'], rec.get('b')
-    if kind in OPERATORS and b is not None: return f"{a}{OPERATORS[kind]}{b}="
-    return f"{kind} {a}{'' if b is None else ' ' + str(b)}="
-
 def nupa_pairs(tasks:str|Sequence[str], lengths, n:int, seed:int=0, prompt_style:str='compact') -> list[tuple[str, str]]:
     "(prompt, answer) pairs of NUPA tasks at the given lengths."
-    from numcook.nupa import generate
+    check_prompt_style(prompt_style, text=True)
     recs = generate(tasks, parse_range(lengths, 'lengths', 1), n, seed)
-    if prompt_style not in PROMPT_STYLES: raise did_you_mean(prompt_style, PROMPT_STYLES, 'prompt style')
-    return [(compact_prompt(r) if prompt_style == 'compact' else r['question'], r['answer']) for r in recs]
+    return [(make_prompt(r, prompt_style), r['answer']) for r in recs]
 
 def encode_pair(tok, prompt:str, answer:str, fmt:NumberFormat|None=None, seed:int|None=None) -> tuple[list[int], int]:
     "Token ids `<s> prompt answer </s>` and the number of ids before the answer."
@@ -126,20 +116,6 @@ def lr_lambda(step:int, warmup:int, total:int, min_ratio:float=0.0) -> float:
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
 # %% ../nbs/13_train.ipynb #1078ab45
-@contextlib.contextmanager
-def torch_threads(n:int, device=None):
-    "Use `n` torch threads inside the block when running on CPU (`n` = 0 or a GPU device: unchanged)."
-    if not n or (device is not None and torch.device(device).type != 'cpu'): yield; return
-    old = torch.get_num_threads(); torch.set_num_threads(n)
-    try: yield
-    finally: torch.set_num_threads(old)
-
-def pick_device(device:str='auto') -> torch.device:
-    "cuda when asked for or (with 'auto') present, else cpu."
-    if device == 'auto': device = 'cuda' if torch.cuda.is_available() else 'cpu'
-    if device == 'cuda' and not torch.cuda.is_available(): raise NumcookError("device 'cuda' asked for but no GPU is available")
-    return torch.device(device)
-
 def _param_groups(model, weight_decay:float):
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim >= 2]
     rest = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim < 2]
@@ -255,12 +231,11 @@ def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None
 
 def load_trained(path:str|Path, device:str|None=None):
     "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint."
-    from transformers import AutoTokenizer
     path = Path(path)
     if (path / 'final').is_dir(): path = path / 'final'
     elif not (path / 'config.json').exists() and (ck := latest_checkpoint(path)): path = ck
     cfg = load_config(TrainConfig, path / 'train_config.json') if (path / 'train_config.json').exists() else None
-    return load_model(str(path), device=device), AutoTokenizer.from_pretrained(str(path)), cfg
+    return (*load_model_and_tokenizer(str(path), device=device), cfg)
 
 # %% ../nbs/13_train.ipynb #272d47d1
 def config_parser(cls, p:argparse.ArgumentParser, skip:Sequence[str]=()) -> argparse.ArgumentParser:

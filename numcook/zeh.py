@@ -13,12 +13,14 @@ from .utils import (NumcookError, Registry, JsonlLog, did_you_mean, read_jsonl, 
                            progress, to_jsonable)
 from .families import Family, Instance, Prompt, get_family, render, FAMILIES
 from .trie import Trie, build_trie, tree_mask, verified_nodes
+from .models import load_model_and_tokenizer
+from .runtime import left_pad, stop_ids
 
 # %% auto #0
 __all__ = ['CHAT_TEMPLATE', 'DENSE_MASK_IMPLEMENTATIONS', 'STRATEGIES', 'toy_chat_tokenizer', 'toy_model', 'Item', 'Verifier',
            'greedy_decode', 'judge', 'PrefixCache', 'tf_argmax', 'trie_logits', 'trie_argmax', 'Strategy',
            'get_strategy', 'verify_batch', 'ZehConfig', 'size_instances', 'zero_error_horizon', 'summarize',
-           'size_instances_count', 'load_model', 'cli']
+           'size_instances_count', 'cli']
 
 # %% ../nbs/22_zeh.ipynb #9b7ed563
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -68,10 +70,7 @@ class Verifier:
         if slack_tokens < 1: raise NumcookError(f"slack_tokens must be at least 1, got {slack_tokens}")
         self.model, self.tok, self.family, self.prompt, self.slack = model, tokenizer, family, prompt, slack_tokens
         self.chat = bool(getattr(tokenizer, 'chat_template', None))
-        stop = {tokenizer.eos_token_id}
-        gen = getattr(getattr(model, 'generation_config', None), 'eos_token_id', None)
-        stop |= set(gen) if isinstance(gen, (list, tuple)) else {gen}
-        self.stop_ids = sorted(s for s in stop if s is not None)
+        self.stop_ids = stop_ids(model, tokenizer)
         if not self.stop_ids: raise NumcookError("the tokenizer has no EOS token, so greedy decoding cannot end an answer")
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         p = next(model.parameters()); self.device = p.device
@@ -114,11 +113,8 @@ class Verifier:
 @torch.no_grad()
 def greedy_decode(v:Verifier, items:list[Item]) -> list[tuple[list[int], bool]]:
     "Greedy continuation of each item's prompt: (new token ids without the stop token, whether it stopped)."
-    B, L = len(items), max(len(it.prompt_ids) for it in items)
-    ids = torch.full((B, L), v.pad_id, dtype=torch.long)
-    att = torch.zeros((B, L), dtype=torch.long)
-    for r, it in enumerate(items):
-        ids[r, L - len(it.prompt_ids):] = torch.tensor(it.prompt_ids); att[r, L - len(it.prompt_ids):] = 1
+    B = len(items)
+    ids, att = left_pad([it.prompt_ids for it in items], v.pad_id)
     ids, att = ids.to(v.device), att.to(v.device)
     pos = (att.cumsum(-1) - 1).clamp(min=0)
     kw = dict(attention_mask=att, position_ids=pos) if B > 1 else {}
@@ -227,11 +223,8 @@ def trie_logits(v:Verifier, items:list[Item], extra:Callable|None=None) -> tuple
     if P: kw['past_key_values'] = v.prefix.cache
     impl = getattr(v.model.config, '_attn_implementation', 'sdpa')
     if impl in DENSE_MASK_IMPLEMENTATIONS:
-        m = tree_mask(end[0], P)[None, None]
-        if impl == 'eager':
-            dt = next(v.model.parameters()).dtype
-            m = torch.zeros(m.shape, dtype=dt, device=dev).masked_fill(~m, torch.finfo(dt).min)
-        kw['attention_mask'] = m
+        dt = None if impl == 'sdpa' else next(v.model.parameters()).dtype  # eager adds the mask to the scores
+        kw['attention_mask'] = tree_mask(end[0], P, dt)[None, None]
     if extra is not None: kw.update(extra(end))
     try: logits = v.model(**kw).logits[0]
     finally: v.prefix.crop()
@@ -444,13 +437,6 @@ def size_instances_count(fam:Family, n:int, cfg:ZehConfig) -> range:
     if c is None: return range(len(size_instances(fam, n, cfg)))  # generator-drawn families may yield fewer
     return range(min(c, cfg.sample) if cfg.sample else c)
 
-# %% ../nbs/22_zeh.ipynb #18bb3f80
-from .models import DTYPES, load_model_and_tokenizer
-
-def load_model(name:str, device:str='auto', dtype:str='float32', attn_implementation:str='sdpa'):
-    "A causal LM and its tokenizer from a local path or hub id, in eval mode on `device`."
-    return load_model_and_tokenizer(name, dtype, device, attn_implementation=attn_implementation)
-
 # %% ../nbs/22_zeh.ipynb #42aa1372
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='numcook zeh', description='Zero-Error Horizon: verify a model, summarize results.')
@@ -486,7 +472,7 @@ def cli(argv:list[str]|None=None) -> int:
                         stop=args.stop, batch_size=args.batch_size, slack_tokens=args.slack_tokens,
                         device=args.device, dtype=args.dtype)
         _check(cfg); fam = get_family(cfg.family); fam.prompt(cfg.prompt); get_strategy(cfg.strategy)
-        model, tok = load_model(cfg.model, cfg.device, cfg.dtype)
+        model, tok = load_model_and_tokenizer(cfg.model, cfg.dtype, cfg.device, attn_implementation='sdpa')
         summ = zero_error_horizon(model, tok, cfg, args.out)
     elif args.cmd == 'summary':
         d = Path(args.dir)
