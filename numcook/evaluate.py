@@ -92,30 +92,41 @@ def curve_rows(history:Sequence[dict], **labels) -> list[dict]:
 def cli(argv:list[str]) -> int:
     "`numcook eval`: evaluate a causal LM on NUPA tasks."
     import pandas as pd
-    p = argparse.ArgumentParser(prog='numcook eval', description='Evaluate a causal LM (local folder or hub id) on NUPA tasks.')
+    from numcook.utils import ArgParser, OutputGuard, atomic_file, check_output_path, int_arg, to_jsonable
+    p = ArgParser(prog='numcook eval', description='Evaluate a causal LM (local folder or hub id) on NUPA tasks.')
     p.add_argument('model', help='model folder (a numcook run folder, its final/ folder, a checkpoint) or hub id')
     p.add_argument('--tasks', default='add_integer', help='NUPA task names, comma separated (default: add_integer)')
     p.add_argument('--lengths', default='1-10', help="digit lengths, like '1-20' (default: 1-10)")
-    p.add_argument('--n', type=int, default=100, help='questions per task and length (default: 100)')
-    p.add_argument('--seed', type=int, default=1, help='seed of the test questions (default: 1)')
+    p.add_argument('--n', type=int_arg(1), default=100, help='questions per task and length (default: 100)')
+    p.add_argument('--seed', type=int_arg(0), default=1, help='seed of the test questions (default: 1)')
     p.add_argument('--sampling', default='greedy', choices=sorted(SAMPLING), help='decoding (default: greedy)')
     p.add_argument('--prompt-style', default=None, choices=['compact', 'nupa'], help="default: the run's own, else 'nupa'")
-    p.add_argument('--batch-size', type=int, default=64, help='prompts per generate call (default: 64)')
+    p.add_argument('--batch-size', type=int_arg(1), default=64, help='prompts per generate call (default: 64)')
     p.add_argument('--out', default=None, help='JSON Lines file for scored records (resumable); a CSV summary goes beside it')
     p.add_argument('--device', default='auto', help="'auto', 'cpu' or 'cuda' (default: auto)")
     a = p.parse_args(argv)
     from numcook.train import load_trained
-    from numcook.nupa import generate
+    from numcook.nupa import generate, MAX_LENGTH
     dev = pick_device(a.device)
+    recs = generate(a.tasks, parse_range(a.lengths, 'lengths', 1, MAX_LENGTH), a.n, a.seed)   # checks tasks and lengths first
+    if a.out: check_output_path(a.out)
     fmt, style = NumberFormat(), a.prompt_style or 'nupa'
     if Path(a.model).exists():
         model, tok, cfg = load_trained(a.model, device=str(dev))
         if cfg is not None: fmt, style = cfg.number_format, a.prompt_style or cfg.prompt_style
     else:
         model, tok = load_model_and_tokenizer(a.model, device=str(dev))
-    recs = generate(a.tasks, parse_range(a.lengths, 'lengths', 1), a.n, a.seed)
-    res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
+    if a.out is None: res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, show_progress=True)
+    else:
+        run = {'_class': 'NupaEval', 'model': a.model, 'tasks': a.tasks, 'lengths': a.lengths, 'n': a.n, 'seed': a.seed,
+               'sampling': a.sampling, 'prompt_style': style, 'number_format': to_jsonable(fmt), 'batch_size': a.batch_size,
+               'dtype': str(next(model.parameters()).dtype).replace('torch.', ''), 'device': dev.type}
+        same = ('model', 'seed', 'sampling', 'prompt_style', 'number_format', 'dtype', 'device')   # tasks, lengths and n may grow
+        with OutputGuard(a.out, run, same=same) as guard:
+            res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
+            guard.done(results=len(res))
     table = pd.DataFrame(summarize(res))
     print(table.to_string(index=False))
-    if a.out: table.to_csv(Path(a.out).with_suffix('.summary.csv'), index=False)
+    if a.out:
+        with atomic_file(Path(a.out).with_suffix('.summary.csv')) as f: table.to_csv(f, index=False)
     return 0

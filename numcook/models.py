@@ -117,18 +117,19 @@ def load_model(path:str, dtype=None, device:str|None=None, **kwargs):
         dtype = DTYPES[dtype]
     if device is not None: device = pick_device(device)
     cfg_file = Path(path) / 'config.json'
-    pe = json.loads(cfg_file.read_text()).get('numcook_pe', 'rope') if cfg_file.exists() else 'rope'
-    if pe == 'alibi': kwargs.setdefault('attn_implementation', 'alibi')
-    try: m = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
-    except (OSError, ValueError) as e:
-        raise NumcookError(f"cannot load model {str(path)!r}: {str(e).strip().splitlines()[0]}") from None
+    try:
+        pe = json.loads(cfg_file.read_text()).get('numcook_pe', 'rope') if cfg_file.exists() else 'rope'
+        if pe == 'alibi': kwargs.setdefault('attn_implementation', 'alibi')
+        m = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
+    except Exception as e:  # a missing, partial or corrupt model, whatever the libraries raise (running out of memory aside)
+        if isinstance(e, MemoryError) or type(e).__name__ == 'OutOfMemoryError': raise
+        raise NumcookError(f"cannot load model {str(path)!r}: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
     return m.to(device) if device else m
 
 def load_model_and_tokenizer(path:str, dtype=None, device:str|None=None, **kwargs):
     "`load_model` in eval mode, with its tokenizer from the same folder or hub id."
-    try: tok = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as e:
-        raise NumcookError(f"cannot load model {str(path)!r}: {str(e).strip().splitlines()[0]}") from None
+    from numcook.tokenizers import load_tokenizer
+    tok = load_tokenizer(path)
     return load_model(path, dtype, device, **kwargs).eval(), tok
 
 def count_parameters(model) -> int:
