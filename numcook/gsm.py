@@ -16,6 +16,7 @@ from .gsm_symbolic import SymProblem, sym_stream, symbolic_batch
 from .gsm_realistic import TEMPLATES, realistic_problem, realistic_sentences, realistic_question, realistic_solution, realistic_graph
 from .gsm_noise import spider_noise
 from .gsm_score import accuracy_by_op, auc_table, average_score, score_reply, evaluate_model, sigmoid_fit
+from .backends import add_backend_args, backend_from_args
 
 # %% auto #0
 __all__ = ['SUBSETS', 'MODES', 'GENERATOR_VERSION', 'GENERATE_LIMIT_BYTES', 'CONTEXT_LIMIT', 'parse_context', 'context_label',
@@ -283,6 +284,7 @@ def _parser():
     e.add_argument('--batch-size', type=int_arg(1), default=8, help='prompts per batch (default 8)')
     e.add_argument('--max-new-tokens', type=int_arg(1), default=256, help='generation budget per reply (default 256)')
     e.add_argument('--limit', type=int_arg(1), default=None, help='only the first N problems')
+    add_backend_args(e)
     return p
 
 _PROBLEM_FIELDS = {'id': str, 'subset': str, 'mode': str, 'op': int, 'answer': (int, list), 'template?': (str, type(None)),
@@ -360,14 +362,14 @@ def _generate_cli(args) -> None:
     print(f'wrote {n} new problems to {args.out}')
 
 def _eval_cli(args) -> None:
-    from numcook.models import load_model_and_tokenizer
     check_not_input(args.out, args.problems); check_output_path(args.out)
     problems = read_problems(args.problems, text=True)[:args.limit]
-    model, tok = load_model_and_tokenizer(args.model)
+    backend = backend_from_args(args, args.model)
+    desc = backend.describe()   # in-process: the model's dtype and device as loaded; a server: its backend name
     ecfg = EvalConfig(args.model, args.problems, args.limit, args.batch_size, args.max_new_tokens,
-                      str(model.dtype).replace('torch.', ''), str(model.device))
-    with OutputGuard(args.out, ecfg, same=_EVAL_SAME) as guard:
-        recs = evaluate_model(model, tok, problems, args.out, args.batch_size, args.max_new_tokens)
+                      desc.get('dtype') or '', desc.get('device', desc['backend']))
+    with OutputGuard(args.out, ecfg, same=_EVAL_SAME + ('backend',), backend=desc) as guard:
+        recs = evaluate_model(backend, None, problems, args.out, args.batch_size, args.max_new_tokens)
         guard.done(results=len(recs))
     print(f'{sum(r["correct"] for r in recs)}/{len(recs)} correct; results in {args.out}')
 
