@@ -64,6 +64,16 @@ class Item:
     answer_ids: list[int]  # canonical gold answer, tokenized
     budget: int            # max new tokens in greedy decoding
 
+def _plain_backend(tok):
+    "The `tokenizers` backend of `tok` when `tok(texts)` is exactly its `encode_batch` (a fast tokenizer that changes nothing), else False."
+    try: from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError: return False
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+    be = getattr(tok, '_tokenizer', None)
+    plain = (isinstance(tok, TokenizersBackend) and type(tok)._encode_plus is TokenizersBackend._encode_plus
+             and type(tok).__call__ is PreTrainedTokenizerBase.__call__ and hasattr(be, 'encode_batch_fast'))
+    return be if plain else False
+
 class Verifier:
     "A model (or a `numcook.backends` backend), tokenizer, family and prompt ready for exact verification."
     def __init__(self, model, tokenizer, family:Family, prompt:Prompt, slack_tokens:int=8):
@@ -77,7 +87,7 @@ class Verifier:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.device = next(self.model.parameters()).device if self.model is not None else torch.device('cpu')
         self._stop_t = torch.tensor(self.stop_ids, device=self.device)
-        self._prefix = None
+        self._prefix, self._backend = None, None
     @property
     def prefix(self):
         "The shared prompt-prefix KV cache (created on first use)."
@@ -100,12 +110,20 @@ class Verifier:
     def item(self, inst:Instance) -> Item:
         "Tokenize `inst`'s prompt and gold answer; the gold tokens must decode back to the gold answer."
         return self.items([inst])[0]
+    def encode_many(self, texts:list[str], special:bool=False) -> list[list[int]]:
+        "Token ids of `texts`, exactly as `tokenizer(texts)` gives them; a fast tokenizer's backend is called without offsets."
+        if self._backend is None: self._backend = _plain_backend(self.tok)
+        be = self._backend
+        if not texts or not be: return self.tok(texts, add_special_tokens=special)['input_ids']
+        first = self.tok(texts[:1], add_special_tokens=special)['input_ids']   # (this call also sets the backend: no padding, no truncation)
+        ids = [e.ids for e in be.encode_batch_fast(texts, add_special_tokens=special)]
+        return ids if ids[:1] == first else self.tok(texts, add_special_tokens=special)['input_ids']
     def items(self, insts:list[Instance]) -> list[Item]:
         "`item` for many instances, tokenized in one batch call."
         if not insts: return []
-        ids = self.tok([self.render(i) for i in insts], add_special_tokens=not self.chat)['input_ids']
+        ids = self.encode_many([self.render(i) for i in insts], special=not self.chat)
         golds = sorted({i.gold for i in insts})
-        enc = dict(zip(golds, self.tok(golds, add_special_tokens=False)['input_ids']))
+        enc = dict(zip(golds, self.encode_many(golds)))
         for g, a in enc.items():
             if self.family.answer.parse(self.decode(a)) != g:
                 raise NumcookError(f"{self.family.name}: gold {g!r} does not survive tokenization")
@@ -167,7 +185,9 @@ class PrefixCache:
         "Make the cached prefix a prefix of every item's prompt (minus its last token); return its length P."
         cand = list(items[0].prompt_ids[:-1]) if self.ids is None else self.ids
         for it in items:
-            k, p = 0, it.prompt_ids
+            p = it.prompt_ids
+            if len(cand) < len(p) and p[:len(cand)] == cand: continue        # the common case: already a prefix
+            k = 0
             while k < len(cand) and k < len(p) - 1 and cand[k] == p[k]: k += 1
             cand = cand[:k]
         if self.ids is None:
@@ -337,7 +357,7 @@ class ZehConfig:
     model: str = ''                 # local path or hub id (recorded; the caller may pass a loaded model)
     family: str = 'multiplication'  # a registered family or 'nupa:<task>'
     prompt: str = 'baseline'        # prompt name within the family
-    strategy: str = 'trie'          # see STRATEGIES
+    strategy: str = 'tf_prefill'    # see STRATEGIES (the fastest exact one on CPU is the default)
     min_size: int = 1               # first size verified (the ZEH definition starts at 1)
     max_size: int = 99              # last size verified
     sample: int = 0                 # k > 0: a sampled horizon with k seeded instances per size; 0: exhaustive
