@@ -14,7 +14,7 @@ from .nupa import ANSWER_REGEX, TASKS, get_task
 # %% auto #0
 __all__ = ['RANGES', 'METRICS', 'THRESHOLDS', 'extract_answer', 'exact_match', 'digit_match', 'dlength', 'item_metrics',
            'range_of', 'digit_limit', 'well_learned_digits', 'performance_preserving_digits', 'score_items', 'score',
-           'digit_limits', 'read_predictions', 'score_file']
+           'digit_limits', 'read_predictions', 'score_file', 'read_eval_results']
 
 # %% ../nbs/03_metrics.ipynb #69f96c72
 _COMPILED = {k: re.compile(v) for k, v in ANSWER_REGEX.items()}
@@ -205,3 +205,35 @@ def score_file(path:str|Path, # JSON Lines of items with predictions (or just id
     report = f"scored {len(items)} items of {items['task'].nunique()} task(s); {len(problems)} problem(s)"
     if problems: report += ':\n  ' + '\n  '.join(problems[:20]) + (f"\n  ... {len(problems) - 20} more" if len(problems) > 20 else '')
     return score(items), digit_limits(items), report
+
+# %% ../nbs/03_metrics.ipynb #e83a2b50
+def read_eval_results(*paths:str|Path, model:str|None=None):
+    "Per-(model, task, length) metrics of `numcook eval --out` runs, from their scored .jsonl or .summary.csv files."
+    import pandas as pd
+    if len(paths) != 1:
+        per_len = pd.concat([read_eval_results(p, model=model) for p in paths], ignore_index=True)
+        twice = per_len[per_len.duplicated(['model', 'task', 'length'])]
+        if len(twice): raise NumcookError(f"two results files are both named {twice.model.iloc[0]!r} with {twice.task.iloc[0]} "
+                                          f"at {twice.length.iloc[0]} digits: rename one")
+        return per_len
+    path = Path(paths[0])
+    if not path.is_file():
+        raise NumcookError(f"no results file {str(path)!r}: give the .jsonl of `numcook eval --out` or the .summary.csv beside it")
+    model = model or path.name.split('.')[0]
+    if path.suffix == '.jsonl':
+        recs, problems = read_predictions(path)
+        if not recs: raise NumcookError(f"{path.name}: no scored NUPA records" + (f" ({problems[0]})" if problems else ''))
+        items = score_items(recs)
+        per_len = items.groupby(['task', 'length', 'range'], sort=False)[list(METRICS)].mean()
+        per_len.insert(0, 'n', items.groupby(['task', 'length', 'range'], sort=False).size())
+        per_len = per_len.reset_index()
+    elif path.suffix == '.csv':
+        per_len = pd.read_csv(path)
+        missing = sorted({'task', 'length', *METRICS} - set(per_len.columns))
+        if missing: raise NumcookError(f"{path.name}: no column(s) {', '.join(missing)}: not a `numcook eval` summary")
+        per_len['task'] = [get_task(t).name for t in per_len.task]
+        per_len['range'] = [range_of(int(L), get_task(t).max_length) for t, L in zip(per_len.task, per_len.length)]
+    else: raise NumcookError(f"{path.name}: expected the .jsonl of `numcook eval --out` or its .summary.csv")
+    per_len.insert(0, 'model', model)
+    cols = ['model', 'task', 'length', 'range'] + ['n'] * ('n' in per_len) + list(METRICS)
+    return per_len[cols].sort_values(['task', 'length'], kind='stable').reset_index(drop=True)
