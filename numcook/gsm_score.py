@@ -8,7 +8,7 @@ import math, re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from .utils import JsonlLog, NumcookError, progress
+from .utils import JsonlLog, NumcookError, concat_once, progress
 
 # %% auto #0
 __all__ = ['extract_answer', 'is_correct', 'accuracy_by_op', 'gsm_auc', 'average_score', 'SigmoidFit', 'sigmoid_fit', 'auc_table',
@@ -157,11 +157,8 @@ def read_results(*paths:str|Path, model:str|None=None):
     "Accuracy per (model, subset, context, op) from `numcook gsm eval --out` results (.jsonl) or `numcook gsm score --out` tables (.csv)."
     import pandas as pd
     if len(paths) != 1:
-        acc = pd.concat([read_results(p, model=model) for p in paths], ignore_index=True)
-        twice = acc[acc.duplicated(['model', 'context', 'subset', 'op'])]
-        if len(twice): raise NumcookError(f"two results files hold {twice.model.iloc[0]!r} at context {twice.context.iloc[0]}, "
-                                          f"{twice.subset.iloc[0]} op {twice.op.iloc[0]}: keep one")
-        return acc
+        return concat_once((read_results(p, model=model) for p in paths), ['model', 'context', 'subset', 'op'],
+                           lambda r: f"two results files hold {r.model!r} at context {r.context}, {r.subset} op {r.op}: keep one")
     import json
     from numcook.utils import read_jsonl
     path = Path(paths[0])

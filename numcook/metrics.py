@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, re
 from pathlib import Path
 from typing import Iterable
-from .utils import NumcookError
+from .utils import NumcookError, concat_once
 from .numbers import PARTS, split_parts
 from .nupa import ANSWER_REGEX, TASKS, get_task
 
@@ -211,11 +211,8 @@ def read_eval_results(*paths:str|Path, model:str|None=None):
     "Per-(model, task, length) metrics of `numcook eval --out` runs, from their scored .jsonl or .summary.csv files."
     import pandas as pd
     if len(paths) != 1:
-        per_len = pd.concat([read_eval_results(p, model=model) for p in paths], ignore_index=True)
-        twice = per_len[per_len.duplicated(['model', 'task', 'length'])]
-        if len(twice): raise NumcookError(f"two results files are both named {twice.model.iloc[0]!r} with {twice.task.iloc[0]} "
-                                          f"at {twice.length.iloc[0]} digits: rename one")
-        return per_len
+        return concat_once((read_eval_results(p, model=model) for p in paths), ['model', 'task', 'length'],
+                           lambda r: f"two results files are both named {r.model!r} with {r.task} at {r.length} digits: rename one")
     path = Path(paths[0])
     if not path.is_file():
         raise NumcookError(f"no results file {str(path)!r}: give the .jsonl of `numcook eval --out` or the .summary.csv beside it")

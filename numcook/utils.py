@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Iterator
 # %% auto #0
 __all__ = ['NumcookError', 'did_you_mean', 'Registry', 'derive_seed', 'rng', 'seed_everything', 'parse_range', 'progress',
            'to_jsonable', 'save_config', 'config_mismatch', 'check_resume', 'load_config', 'read_jsonl', 'write_jsonl',
-           'JsonlLog']
+           'JsonlLog', 'concat_once']
 
 # %% ../nbs/00_utils.ipynb #be2d5fef
 class NumcookError(ValueError):
@@ -207,3 +207,12 @@ class JsonlLog:
     def close(self): self._f.close()
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
+
+# %% ../nbs/00_utils.ipynb #0dec3507
+def concat_once(frames, keys:list[str], what:Callable[[object], str]):
+    "Concatenate DataFrames, refusing rows that repeat `keys`; `what(row)` words the one-line error."
+    import pandas as pd
+    df = pd.concat(list(frames), ignore_index=True)
+    twice = df[df.duplicated(keys)]
+    if len(twice): raise NumcookError(what(twice.iloc[0]))
+    return df
