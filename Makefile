@@ -42,7 +42,8 @@ nbtest: $(STAMP)
 repro: $(STAMP)
 	$(BIN)/numcook repro --runs $(RUNS)
 
-## The docs site, built from nbs/ without the quarto binary.
+## The docs site in _docs/: Sphinx + MyST-NB execute every notebook of nbs/ (outputs cached in _proc/, keyed on the
+## notebook's code and the numcook modules it imports) and add the reproduction gallery from figures/.
 docs: $(STAMP)
 	$(BIN)/python scripts/build_docs.py
 

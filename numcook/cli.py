@@ -4,8 +4,8 @@
 
 # %% ../nbs/90_cli.ipynb #d2c56301
 from __future__ import annotations
-import argparse, importlib, sys
-from .utils import NumcookError, did_you_mean
+import argparse, importlib, sys, traceback
+from .utils import ArgParser, NumcookError, did_you_mean
 
 # %% auto #0
 __all__ = ['COMMANDS', 'main']
@@ -24,29 +24,45 @@ COMMANDS = {  # subcommand -> (module that defines `cli(argv)`, one-line help)
 # %% ../nbs/90_cli.ipynb #aadcdb6f
 def _parser() -> argparse.ArgumentParser:
     from numcook import __version__
-    p = argparse.ArgumentParser(prog='numcook', description='numcook: how language models handle numbers.',
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog='commands:\n' + '\n'.join(f'  {k:<10}{h}' for k, (_, h) in COMMANDS.items())
-                                + "\n\nRun 'numcook <command> --help' for a command's options.")
+    p = ArgParser(prog='numcook', description='numcook: how language models handle numbers.',
+                  formatter_class=argparse.RawDescriptionHelpFormatter,
+                  epilog='commands:\n' + '\n'.join(f'  {k:<10}{h}' for k, (_, h) in COMMANDS.items())
+                  + "\n\nRun 'numcook <command> --help' for a command's options.")
     p.add_argument('--version', action='version', version=f'numcook {__version__}')
     p.add_argument('command', metavar='command', help='one of: ' + ', '.join(COMMANDS))
     p.add_argument('args', nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return p
 
+def _one_line(e:BaseException) -> str:
+    "The message of an expected failure, as one line."
+    if isinstance(e, OSError) and e.strerror:
+        names = ', '.join(repr(str(n)) for n in (e.filename, e.filename2) if n is not None)
+        return f"{e.strerror}: {names}" if names else e.strerror
+    if type(e).__name__ == 'OutOfMemoryError': return 'out of GPU memory; try a smaller --batch-size'
+    if isinstance(e, MemoryError): return 'out of memory; ask for less work (a smaller --batch-size, fewer items or a shorter context)'
+    return ' '.join(str(e).split()) or type(e).__name__
+
 def main(argv:list[str]|None=None) -> int:
-    "Entry point of the `numcook` console script."
+    "Entry point of the `numcook` console script: one-line errors for expected failures, a traceback only for bugs."
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv: _parser().print_help(); return 0
-    args = _parser().parse_args(argv[:1])
+    prog = f'numcook {argv[0]}' if argv[0] in COMMANDS else 'numcook'
     try:
+        if argv[0].startswith('-') and argv[0] not in ('-h', '--help', '--version'):
+            raise NumcookError(f"unknown option {argv[0]!r}; start with a command: {', '.join(COMMANDS)} (see 'numcook --help')")
+        args = _parser().parse_args(argv[:1])
         if args.command not in COMMANDS: raise did_you_mean(args.command, COMMANDS, 'command')
         mod = importlib.import_module(COMMANDS[args.command][0])
         rc = mod.cli(argv[1:])
-    except NumcookError as e:
-        print(f'numcook {args.command}: error: {e}', file=sys.stderr); return 2
     except KeyboardInterrupt:
-        print('numcook: interrupted', file=sys.stderr); return 130
+        print(f'{prog}: interrupted', file=sys.stderr); return 130
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
+    except (NumcookError, OSError, MemoryError) as e:
+        print(f'{prog}: error: {_one_line(e)}', file=sys.stderr); return 2
+    except Exception as e:
+        if type(e).__name__ == 'OutOfMemoryError': print(f'{prog}: error: {_one_line(e)}', file=sys.stderr); return 2
+        print(f'{prog}: error: this is a bug in numcook: please report it, with the command and this traceback:', file=sys.stderr)
+        traceback.print_exc(); return 1
     return int(rc or 0)

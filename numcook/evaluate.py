@@ -4,120 +4,39 @@
 
 # %% ../nbs/14_evaluate.ipynb #27607d6e
 from __future__ import annotations
-import argparse, dataclasses, re
+import argparse, dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
-import torch
-from .utils import NumcookError, did_you_mean, derive_seed, progress, save_config, JsonlLog, read_jsonl, write_jsonl, parse_range
-from .tokenizers import encode
+from typing import Callable, Sequence
+from .utils import JsonlLog, NumcookError, parse_range, progress
 from .formats import NumberFormat
 from .models import load_model_and_tokenizer
+from .metrics import item_metrics
+from .nupa import TASKS, check_prompt_style, make_prompt
+from . import runtime
+from .runtime import SAMPLING, pick_device
 
 # %% auto #0
-__all__ = ['SAMPLING', 'score', 'answer_representation', 'extract_answer', 'generate_answers', 'evaluate', 'summarize',
-           'length_callback', 'curve_rows', 'Experiment', 'run_experiment', 'run_experiments', 'experiment_timings',
-           'over_seeds', 'cli']
-
-# %% ../nbs/14_evaluate.ipynb #30b08b11
-SAMPLING = {'greedy': dict(do_sample=False),
-            'paper': dict(do_sample=True, temperature=0.6, top_p=0.9)}  # A.4.1: Llama's default generation settings
+__all__ = ['answer_representation', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'Experiment', 'run_experiment',
+           'run_experiments', 'experiment_timings', 'over_seeds', 'cli']
 
 # %% ../nbs/14_evaluate.ipynb #1c4ecde6
-def _parts(s:str) -> list[tuple[str, str]]:
-    "Split a number into (kind, digits) parts: integer-like parts align right, decimal parts align left."
-    out, kind, cur = [], 'int', ''
-    for ch in s:
-        if ch in './e':
-            out.append((kind, cur)); cur = ''
-            kind = 'dec' if ch == '.' else 'int'
-        else: cur += ch
-    out.append((kind, cur))
-    return out
-
-def _local_digit_match(pred:str, gold:str) -> float:
-    gp, pp = _parts(gold), _parts(pred)
-    right = total = 0
-    for i, (kind, g) in enumerate(gp):
-        p = pp[i][1] if i < len(pp) else ''
-        if kind == 'int': g, p = g[::-1], p[::-1]
-        right += sum(1 for j, c in enumerate(g) if j < len(p) and p[j] == c)
-        total += len(g)
-    return right / total if total else float(pred == gold)
-
-def _local_dlength(pred:str, gold:str) -> int:
-    gp, pp = _parts(gold), _parts(pred)
-    n = max(len(gp), len(pp))
-    gp, pp = gp + [('', '')] * (n - len(gp)), pp + [('', '')] * (n - len(pp))
-    return sum(abs(len(g) - len(p)) for (_, g), (_, p) in zip(gp, pp))
-
-def score(pred:str, gold:str, representation:str|None=None) -> dict:
-    "Exact match, digit match and dlength of prediction `pred` against `gold` (NUPA's metrics when `representation` is known)."
-    if representation is not None:
-        from numcook import metrics as M
-        return {'exact_match': M.exact_match(pred, gold), 'digit_match': M.digit_match(pred, gold, representation),
-                'dlength': float(M.dlength(pred, gold, representation))}
-    return {'exact_match': float(pred == gold), 'digit_match': _local_digit_match(pred, gold), 'dlength': float(_local_dlength(pred, gold))}
-
 def answer_representation(rec:dict) -> str|None:
     "The representation of a record's answer: from its NUPA task, or None for other records."
     if 'task' not in rec: return None
-    from numcook.nupa import TASKS
     t = TASKS.get(rec['task']) if rec['task'] in TASKS else None
     return t.answer_representation if t is not None else None
-
-# %% ../nbs/14_evaluate.ipynb #17877d58
-_SO = re.compile(r'So the answer is\s*(\S+?)\.?\s*$', re.S)
-
-def extract_answer(text:str) -> str:
-    "The answer in a model continuation: X of a final 'So the answer is X.', else the stripped text."
-    m = _SO.search(text.strip())
-    return m.group(1) if m else text.strip()
-
-@torch.no_grad()
-def generate_answers(model, tok, prompts:Sequence[str], max_new_tokens:int=32, batch_size:int=64,
-                     sampling:str='greedy', seed:int=0, add_bos:bool=True, show_progress:bool=False,
-                     cpu_threads:int=1) -> list[str]:
-    "The decoded continuation of each prompt (up to the end token), generated in left-padded batches."
-    from numcook.train import torch_threads
-    if sampling not in SAMPLING: raise did_you_mean(sampling, SAMPLING, 'sampling')
-    with torch_threads(cpu_threads, next(model.parameters()).device):
-        return _generate(model, tok, prompts, max_new_tokens, batch_size, sampling, seed, add_bos, show_progress)
-
-def _generate(model, tok, prompts, max_new_tokens, batch_size, sampling, seed, add_bos, show_progress):
-    dev = next(model.parameters()).device
-    enc = [encode(tok, p, seed=derive_seed(seed, 'eval-tokens', p), add_bos=add_bos and tok.bos_token_id is not None) for p in prompts]
-    order = sorted(range(len(prompts)), key=lambda i: len(enc[i]))
-    out = [None] * len(prompts)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    for bi, idx in enumerate(progress(batches, desc='eval', unit='batch') if show_progress else batches):
-        L = max(len(enc[i]) for i in idx)
-        ids = torch.full((len(idx), L), pad, dtype=torch.long)
-        mask = torch.zeros((len(idx), L), dtype=torch.long)
-        for r, i in enumerate(idx):
-            ids[r, L - len(enc[i]):] = torch.tensor(enc[i]); mask[r, L - len(enc[i]):] = 1
-        if SAMPLING[sampling]['do_sample']: torch.manual_seed(derive_seed(seed, 'sample', bi) % 2**63)
-        gen = model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev), max_new_tokens=max_new_tokens,
-                             pad_token_id=pad, eos_token_id=tok.eos_token_id, **SAMPLING[sampling])
-        for r, i in enumerate(idx):
-            new = gen[r, L:].tolist()
-            if tok.eos_token_id in new: new = new[:new.index(tok.eos_token_id)]
-            out[i] = tok.decode(new, skip_special_tokens=True)
-    return out
 
 # %% ../nbs/14_evaluate.ipynb #d4e69d46
 def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, prompt_style:str='prompt',
              sampling:str='greedy', batch_size:int=64, max_new_tokens:int|None=None, seed:int=0,
              out:str|Path|None=None, show_progress:bool=False) -> list[dict]:
     "Score `model` on `records` (dicts with an answer and a prompt/question), greedy or sampled, in batches."
-    from numcook.train import compact_prompt
     fmt = fmt or NumberFormat()
+    if prompt_style != 'prompt': check_prompt_style(prompt_style, text=True)
     def prompt_of(r):
-        if prompt_style == 'compact': return compact_prompt(r)
-        if prompt_style == 'nupa': return r['question']
         if prompt_style == 'prompt': return r['prompt'] if 'prompt' in r else r['question']
-        raise did_you_mean(prompt_style, ['prompt', 'compact', 'nupa'], 'prompt style')
+        return make_prompt(r, prompt_style)
     recs = [dict(r, id=r.get('id', i)) for i, r in enumerate(records)]
     log = JsonlLog(out, key='id') if out else None
     todo = [r for r in recs if log is None or r['id'] not in log]
@@ -126,15 +45,11 @@ def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, pro
     done = {}
     for i in range(0, len(todo), 4 * batch_size):
         chunk = todo[i:i + 4 * batch_size]
-        preds = generate_answers(model, tok, [fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, batch_size,
-                                 sampling, seed, show_progress=show_progress)
-        for r, text in zip(chunk, preds):
-            rep = answer_representation(r)
-            pred = fmt.decode(extract_answer(text))
-            if rep is not None:  # NUPA's answer extraction: the first match of the representation's regex
-                from numcook.metrics import extract_answer as nupa_extract
-                pred = nupa_extract(pred, rep)
-            rec = {**r, 'output': text, 'prediction': pred, **score(pred, str(r['answer']), rep)}
+        texts = runtime.generate(model, tok, [fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, batch_size,
+                                 sampling, seed, add_bos=True, cpu_threads=1, show_progress=show_progress)
+        for r, text in zip(chunk, texts):
+            m = item_metrics(text, str(r['answer']), answer_representation(r), decode=fmt.decode)
+            rec = {**r, 'output': text, 'prediction': m.pop('extracted'), **m, 'dlength': float(m['dlength'])}
             done[r['id']] = rec
             if log is not None: log.append(rec)
     if log is not None:
@@ -211,6 +126,7 @@ def run_experiment(exp:Experiment) -> dict:
 def _worker_init(threads:int):
     import os
     os.environ['NUMCOOK_PROGRESS'] = '0'  # one bar in the parent, none per run
+    import torch
     torch.set_num_threads(threads)
 
 def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1) -> list[dict]:
@@ -218,12 +134,13 @@ def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1) -> 
     exps = list(exps)
     if workers < 1: raise NumcookError(f"workers must be at least 1, got {workers}")
     if workers == 1 or len(exps) <= 1:
-        from numcook.train import torch_threads
-        with torch_threads(threads): return [run_experiment(e) for e in progress(exps, desc='runs', unit='run')]
+        with runtime.torch_threads(threads): return [run_experiment(e) for e in progress(exps, desc='runs', unit='run')]
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
     ctx = multiprocessing.get_context('spawn')  # a fresh interpreter: no torch thread pool inherited through fork
-    with ctx.Pool(min(workers, len(exps)), _worker_init, (threads,)) as pool:
-        return list(progress(pool.imap(run_experiment, exps), total=len(exps), desc='runs', unit='run'))
+    # a worker that cannot start or dies ends the call with BrokenProcessPool instead of being respawned forever
+    with ProcessPoolExecutor(min(workers, len(exps)), mp_context=ctx, initializer=_worker_init, initargs=(threads,)) as pool:
+        return list(progress(pool.map(run_experiment, exps), total=len(exps), desc='runs', unit='run'))
 
 def experiment_timings(results:Sequence[dict], total:float):
     "Wall-clock seconds of every run and of the whole job (`total`): the one table of a notebook that differs between runs."
@@ -247,30 +164,41 @@ def over_seeds(rows, by:Sequence[str], metrics:Sequence[str]=('exact_match', 'di
 def cli(argv:list[str]) -> int:
     "`numcook eval`: evaluate a causal LM on NUPA tasks."
     import pandas as pd
-    p = argparse.ArgumentParser(prog='numcook eval', description='Evaluate a causal LM (local folder or hub id) on NUPA tasks.')
+    from numcook.utils import ArgParser, OutputGuard, atomic_file, check_output_path, int_arg, to_jsonable
+    p = ArgParser(prog='numcook eval', description='Evaluate a causal LM (local folder or hub id) on NUPA tasks.')
     p.add_argument('model', help='model folder (a numcook run folder, its final/ folder, a checkpoint) or hub id')
     p.add_argument('--tasks', default='add_integer', help='NUPA task names, comma separated (default: add_integer)')
     p.add_argument('--lengths', default='1-10', help="digit lengths, like '1-20' (default: 1-10)")
-    p.add_argument('--n', type=int, default=100, help='questions per task and length (default: 100)')
-    p.add_argument('--seed', type=int, default=1, help='seed of the test questions (default: 1)')
+    p.add_argument('--n', type=int_arg(1), default=100, help='questions per task and length (default: 100)')
+    p.add_argument('--seed', type=int_arg(0), default=1, help='seed of the test questions (default: 1)')
     p.add_argument('--sampling', default='greedy', choices=sorted(SAMPLING), help='decoding (default: greedy)')
     p.add_argument('--prompt-style', default=None, choices=['compact', 'nupa'], help="default: the run's own, else 'nupa'")
-    p.add_argument('--batch-size', type=int, default=64, help='prompts per generate call (default: 64)')
+    p.add_argument('--batch-size', type=int_arg(1), default=64, help='prompts per generate call (default: 64)')
     p.add_argument('--out', default=None, help='JSON Lines file for scored records (resumable); a CSV summary goes beside it')
     p.add_argument('--device', default='auto', help="'auto', 'cpu' or 'cuda' (default: auto)")
     a = p.parse_args(argv)
-    from numcook.train import TrainConfig, pick_device, load_trained
-    from numcook.nupa import generate
+    from numcook.train import load_trained
+    from numcook.nupa import generate, MAX_LENGTH
     dev = pick_device(a.device)
+    recs = generate(a.tasks, parse_range(a.lengths, 'lengths', 1, MAX_LENGTH), a.n, a.seed)   # checks tasks and lengths first
+    if a.out: check_output_path(a.out)
     fmt, style = NumberFormat(), a.prompt_style or 'nupa'
     if Path(a.model).exists():
         model, tok, cfg = load_trained(a.model, device=str(dev))
         if cfg is not None: fmt, style = cfg.number_format, a.prompt_style or cfg.prompt_style
     else:
         model, tok = load_model_and_tokenizer(a.model, device=str(dev))
-    recs = generate(a.tasks, parse_range(a.lengths, 'lengths', 1), a.n, a.seed)
-    res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
+    if a.out is None: res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, show_progress=True)
+    else:
+        run = {'_class': 'NupaEval', 'model': a.model, 'tasks': a.tasks, 'lengths': a.lengths, 'n': a.n, 'seed': a.seed,
+               'sampling': a.sampling, 'prompt_style': style, 'number_format': to_jsonable(fmt), 'batch_size': a.batch_size,
+               'dtype': str(next(model.parameters()).dtype).replace('torch.', ''), 'device': dev.type}
+        same = ('model', 'seed', 'sampling', 'prompt_style', 'number_format', 'dtype', 'device')   # tasks, lengths and n may grow
+        with OutputGuard(a.out, run, same=same) as guard:
+            res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
+            guard.done(results=len(res))
     table = pd.DataFrame(summarize(res))
     print(table.to_string(index=False))
-    if a.out: table.to_csv(Path(a.out).with_suffix('.summary.csv'), index=False)
+    if a.out:
+        with atomic_file(Path(a.out).with_suffix('.summary.csv')) as f: table.to_csv(f, index=False)
     return 0

@@ -10,12 +10,12 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-from .trie import build_trie
+from .trie import build_trie, tree_mask
 from .utils import NumcookError
 
 # %% auto #0
 __all__ = ['SUPPORTED_DTYPES', 'ATTN_IMPLEMENTATION', 'TreeBatch', 'build_tree', 'tree_depth', 'tree_parent', 'check_tree',
-           'tree_mask', 'tree_attention_ref', 'flashtree_attention', 'compile_for_gpu', 'flashtree_attention_forward',
+           'tree_attention_ref', 'flashtree_attention', 'compile_for_gpu', 'flashtree_attention_forward',
            'flashtree_mask', 'register', 'tree_forward']
 
 # %% ../nbs/25_flashtree.ipynb #be09ee6b
@@ -81,17 +81,6 @@ def check_tree(end:torch.Tensor) -> torch.Tensor:
     return end
 
 # %% ../nbs/25_flashtree.ipynb #99475fdd
-def tree_mask(end:torch.Tensor|None, prefix_len:int, n:int|None=None, device=None) -> torch.Tensor:
-    "Boolean visibility mask [B, N, prefix_len + N] of tree attention (causal when `end` is None)."
-    if end is None:
-        i = torch.arange(n, device=device)
-        tree = (i[None, :] <= i[:, None])[None]
-    else:
-        end = _as_batch(end)
-        i = torch.arange(end.shape[1], device=end.device)
-        tree = (i[None, :] <= i[:, None])[None] & (i[None, :, None] < end[:, None, :])
-    return torch.cat([tree.new_ones(tree.shape[0], tree.shape[1], prefix_len), tree], -1)
-
 def tree_attention_ref(q:torch.Tensor, # queries [B, H, N, D]
                        k:torch.Tensor, # keys [B, H_kv, P + N, D]
                        v:torch.Tensor, # values [B, H_kv, P + N, D]
@@ -101,7 +90,8 @@ def tree_attention_ref(q:torch.Tensor, # queries [B, H, N, D]
     "Tree attention with a dense mask and torch SDPA: the oracle for `flashtree_attention`."
     B, H, N, D = q.shape
     P = k.shape[-2] - N
-    mask = tree_mask(tree_end, P, N, q.device)[:, None]
+    end = tree_end if tree_end is not None else torch.full((N,), N, dtype=torch.long, device=q.device)  # a chain: causal
+    mask = tree_mask(_as_batch(end), P)[:, None]
     g = H // k.shape[1]
     ct = torch.float64 if q.dtype == torch.float64 else torch.float32
     k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
@@ -378,11 +368,8 @@ def tree_forward(model, # a transformers causal LM
     end = tree.end[None].to(dev)
     if _is_flashtree(impl): kw.update(tree_end=end, tree_parent=tree_parent(end))  # parents once, not per layer
     else:
-        mask = tree_mask(end, P)[:, None]
-        if impl != "sdpa":
-            dt = next(model.parameters()).dtype
-            mask = torch.zeros(mask.shape, dtype=dt, device=dev).masked_fill(~mask, torch.finfo(dt).min)
-        kw["attention_mask"] = mask
+        dt = None if impl == "sdpa" else next(model.parameters()).dtype  # eager adds the mask to the scores
+        kw["attention_mask"] = tree_mask(end, P, dt)[:, None]
     if at is not None: kw["logits_to_keep"] = torch.as_tensor(at, dtype=torch.long, device=dev)
     try:
         return model(**kw).logits[0]

@@ -8,8 +8,8 @@ import argparse, gc, json, multiprocessing, re, sys
 import numpy as np
 from dataclasses import dataclass, field
 from pathlib import Path
-from .utils import (NumcookError, JsonlLog, did_you_mean, derive_seed, parse_range, progress, read_jsonl, rng, save_config,
-                           check_resume)
+from .utils import (NumcookError, JsonlLog, did_you_mean, derive_seed, parse_range, progress, read_jsonl, rng,
+                           ArgParser, OutputGuard, atomic_file, check_not_input, check_output_path, confirm_large, int_arg, read_records, warn)
 from .gsm_graph import FastDraws, TokenCounter, graph_dict, to_networkx, is_acyclic, approx_tokens
 from .gsm_symbolic import (SYM_LEX, SYM_OPS, symbolic_cores, sym_draws, sym_id_range, sym_names, block_rows, block_sentence_atoms, block_solution_atoms,
                                   block_answers, block_questions)
@@ -18,9 +18,9 @@ from .gsm_noise import spider_noise, symbolic_block_noise
 from .gsm_score import accuracy_by_op, auc_table, average_score, score_reply, evaluate_model, sigmoid_fit
 
 # %% auto #0
-__all__ = ['SUBSETS', 'MODES', 'GENERATOR_VERSION', 'parse_context', 'context_label', 'check_subset', 'make_problem',
-           'sym_block_size', 'symbolic_block', 'GenerateConfig', 'generate', 'generate_lines', 'score_records',
-           'EvalConfig', 'cli']
+__all__ = ['SUBSETS', 'MODES', 'GENERATOR_VERSION', 'GENERATE_LIMIT_BYTES', 'CONTEXT_LIMIT', 'parse_context', 'context_label',
+           'check_subset', 'make_problem', 'sym_block_size', 'symbolic_block', 'GenerateConfig', 'generate',
+           'generate_lines', 'read_problems', 'read_replies', 'score_records', 'EvalConfig', 'generate_estimate', 'cli']
 
 # %% ../nbs/45_gsm.ipynb #4408df08
 SUBSETS = ('symbolic', 'medium', 'hard')
@@ -279,19 +279,20 @@ def generate_lines(cfg:GenerateConfig, workers:int=1, skip=frozenset()):
 
 # %% ../nbs/45_gsm.ipynb #adb5f61a
 def _parser():
-    p = argparse.ArgumentParser(prog='numcook gsm', description='GSM-Infinite: generate problems, score replies, evaluate a model.')
+    p = ArgParser(prog='numcook gsm', description='GSM-Infinite: generate problems, score replies, evaluate a model.')
     sub = p.add_subparsers(dest='cmd', metavar='{generate,score,eval}')
     g = sub.add_parser('generate', help='generate problems as JSON Lines', description='Generate GSM-Infinite problems.')
     g.add_argument('--subset', default='hard', help='symbolic, medium or hard (default hard)')
     g.add_argument('--ops', default='2-30', help="op counts, e.g. '2-30' or '2,5,10' (default 2-30)")
-    g.add_argument('--per-op', type=int, default=100, help='problems per op count (default 100)')
+    g.add_argument('--per-op', type=int_arg(1), default=100, help='problems per op count (default 100)')
     g.add_argument('--context', default='0', help='target context length: 0, 8k, 16k, 32k or tokens (default 0)')
-    g.add_argument('--seed', type=int, default=0, help='dataset seed (default 0)')
+    g.add_argument('--seed', type=int_arg(0), default=0, help='dataset seed (default 0)')
     g.add_argument('--mode', default='both', help='forward, reverse or both (default both)')
     g.add_argument('--template', default='all', help='template name or all: ' + ', '.join(TEMPLATES))
     g.add_argument('--tokenizer', default=None, help='tokenizer path or hub id for lengths (default: built-in approximation)')
-    g.add_argument('--out', required=True, help='output .jsonl (appended to and resumed if it exists)')
-    g.add_argument('--workers', type=int, default=1, help='processes generating in parallel (default 1); the output does not depend on it')
+    g.add_argument('--out', required=True, help='output .jsonl (resumed if it holds problems of the same settings)')
+    g.add_argument('--workers', type=int_arg(1, 256), default=1, help='processes generating in parallel (default 1); the output does not depend on it')
+    g.add_argument('--yes', action='store_true', help='go ahead when the estimated output or a problem is very large')
     s = sub.add_parser('score', help='score replies: accuracy per op, AUC, averaged score', description='Score replies to GSM-Infinite problems.')
     s.add_argument('--problems', required=True, help='problems .jsonl written by generate')
     s.add_argument('--replies', required=True, help=".jsonl with 'id' and 'reply' (or scored records with 'correct')")
@@ -299,24 +300,43 @@ def _parser():
     e = sub.add_parser('eval', help='evaluate a causal LM (resumable)', description='Evaluate a Hugging Face causal LM on GSM-Infinite problems.')
     e.add_argument('--model', required=True, help='model path or hub id')
     e.add_argument('--problems', required=True, help='problems .jsonl written by generate')
-    e.add_argument('--out', required=True, help='results .jsonl (resumed if it exists)')
-    e.add_argument('--batch-size', type=int, default=8, help='prompts per batch (default 8)')
-    e.add_argument('--max-new-tokens', type=int, default=256, help='generation budget per reply (default 256)')
-    e.add_argument('--limit', type=int, default=None, help='only the first N problems')
+    e.add_argument('--out', required=True, help='results .jsonl (resumed if it holds results of the same settings)')
+    e.add_argument('--batch-size', type=int_arg(1), default=8, help='prompts per batch (default 8)')
+    e.add_argument('--max-new-tokens', type=int_arg(1), default=256, help='generation budget per reply (default 256)')
+    e.add_argument('--limit', type=int_arg(1), default=None, help='only the first N problems')
     return p
 
-def _read(path, what):
-    if not Path(path).exists(): raise NumcookError(f'{what} file {path} does not exist')
-    return read_jsonl(path)
+_PROBLEM_FIELDS = {'id': str, 'subset': str, 'mode': str, 'op': int, 'answer': (int, list), 'template?': (str, type(None)),
+                   'target_length?': int}   # what scoring needs of a problem record
+
+def _problem_check(p:dict) -> str|None:
+    "What is wrong with a problem record's subset or answer, or None."
+    if p['subset'] not in SUBSETS: return f"unknown subset {p['subset']!r} (valid: {', '.join(SUBSETS)})"
+    if (p['subset'] == 'symbolic') != isinstance(p['answer'], list):
+        return f"field 'answer' of a {p['subset']} problem should be {'a list of names' if p['subset'] == 'symbolic' else 'an integer'}"
+    return None
+
+def read_problems(path, text:bool=False) -> list[dict]:
+    "The problem records of a file written by `generate`, checked (one-line errors name file, line and field); `text`: they must carry problem and question."
+    schema = {**_PROBLEM_FIELDS, **({'problem': str, 'question': str} if text else {})}
+    return read_records(path, 'problems', schema, check=_problem_check)
+
+def read_replies(path) -> list[dict]:
+    "Reply records: an 'id' and a 'reply' string, or a 'correct' verdict of a scored record."
+    def check(r): return None if 'reply' in r or 'correct' in r else f"no 'reply' (or 'correct') field; fields found: {', '.join(map(repr, r))}"
+    return read_records(path, 'replies', {'id': str, 'reply?': str, 'correct?': bool}, check=check)
 
 def score_records(problems:list[dict], replies:list[dict]) -> list[dict]:
-    "Scored records for the replies whose ids are among the problems."
+    "Scored records for the replies whose ids are among the problems (a reply to no problem, or a problem with no reply, is reported)."
     byid = {p['id']: p for p in problems}
     out = []
     for r in replies:
         if r.get('id') not in byid: continue
-        out.append(r if 'correct' in r and 'reply' not in r else score_reply(byid[r['id']], r.get('reply', '')))
+        p = byid[r['id']]
+        out.append(score_reply(p, r['reply']) if 'reply' in r else {**score_reply(p, ''), 'reply': None, 'pred': r.get('pred'), 'correct': r['correct']})
     if not out: raise NumcookError('no reply matches a problem id: check that --replies belongs to --problems')
+    if len(out) < len(replies): warn(f'{len(replies) - len(out)} of {len(replies)} replies answer no problem in the problems file; not scored')
+    if len(out) < len(problems): warn(f'{len(problems) - len(out)} of {len(problems)} problems have no reply; accuracy is over the {len(out)} replied')
     return out
 
 @dataclass
@@ -327,50 +347,64 @@ class EvalConfig:
     limit: int|None = None               # only the first N problems
     batch_size: int = 8                  # prompts per batch
     max_new_tokens: int = 256            # generation budget per reply
+    dtype: str = ''                      # the model's dtype as loaded
+    device: str = ''                     # where the model ran
 
 # the version of what the generators write: bumped whenever the records of a seed and settings change, so that a
 # file is never resumed with records of another version (2: Symbolic noise in position space)
 GENERATOR_VERSION = 2
-_RESUME_SAME = ('subset', 'seed', 'mode', 'template', 'tokenizer')     # ops and per_op may grow: records do not depend on them
+_RESUME_SAME = ('subset', 'seed', 'mode', 'template', 'tokenizer', 'context_tokens', 'generator')  # ops and per_op may grow
+_EVAL_SAME = ('model', 'problems', 'max_new_tokens', 'dtype', 'device')                            # limit and batch size may change
+GENERATE_LIMIT_BYTES, CONTEXT_LIMIT = 4e9, 131072   # above these, `generate` asks for --yes
 
-def _check_resume(cfg:GenerateConfig, out:Path):
-    "Refuse to append to `out` if its problems were made with other settings or by another generator version (one-line error)."
-    expected = {**{k: getattr(cfg, k) for k in _RESUME_SAME}, 'context_tokens': parse_context(cfg.context), 'generator': GENERATOR_VERSION}
-    check_resume(out, out.with_suffix('.config.json'), expected)
+def generate_estimate(cfg:GenerateConfig) -> tuple[int, float]:
+    "(problems, bytes) a `generate` run writes: about 9 bytes per context token and 300 per op, plus 1 kB, per problem."
+    ops, ctx, _, _ = _plan(cfg)
+    return len(ops) * cfg.per_op, sum(cfg.per_op * (9 * ctx + 300 * op + 1000) for op in ops)
+
+def _generate_cli(args) -> None:
+    cfg = GenerateConfig(args.subset, args.ops, args.per_op, args.context, args.seed, args.mode, args.template, args.tokenizer)
+    ops, ctx, _, _ = _plan(cfg)                  # validates every argument before touching files
+    n_problems, size = generate_estimate(cfg)
+    confirm_large(ctx, CONTEXT_LIMIT, f"a problem of {ctx:,} tokens takes about {ctx * 6e-5:.0f} s and {ctx * 3e-6:.1f} GB of memory to make", args.yes)
+    confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write {n_problems:,} problems (~{size / 1e9:,.1f} GB)", args.yes)
+    TokenCounter(cfg.tokenizer)                  # (and that the tokenizer loads)
+    with OutputGuard(args.out, cfg, same=_RESUME_SAME, generator=GENERATOR_VERSION, context_tokens=ctx) as guard:
+        n = 0
+        with JsonlLog(args.out, key='id', keep_records=False) as log:
+            lines = generate_lines(cfg, args.workers, skip=log.done)
+            for key, line in progress(lines, desc='gsm generate', total=len(ops) * cfg.per_op - len(log)): n += log.append_line(key, line)
+            total = len(log)
+        guard.done(problems=total)
+    print(f'wrote {n} new problems to {args.out}')
+
+def _eval_cli(args) -> None:
+    from numcook.models import load_model_and_tokenizer
+    check_not_input(args.out, args.problems); check_output_path(args.out)
+    problems = read_problems(args.problems, text=True)[:args.limit]
+    model, tok = load_model_and_tokenizer(args.model)
+    ecfg = EvalConfig(args.model, args.problems, args.limit, args.batch_size, args.max_new_tokens,
+                      str(model.dtype).replace('torch.', ''), str(model.device))
+    with OutputGuard(args.out, ecfg, same=_EVAL_SAME) as guard:
+        recs = evaluate_model(model, tok, problems, args.out, args.batch_size, args.max_new_tokens)
+        guard.done(results=len(recs))
+    print(f'{sum(r["correct"] for r in recs)}/{len(recs)} correct; results in {args.out}')
 
 def cli(argv:list[str]|None=None) -> int:
     "`numcook gsm {generate,score,eval} ...`"
     args = _parser().parse_args(argv)
     if args.cmd is None: _parser().print_help(); return 0
-    if args.cmd == 'generate':
-        cfg = GenerateConfig(args.subset, args.ops, args.per_op, args.context, args.seed, args.mode, args.template, args.tokenizer)
-        ops, _, _, _ = _plan(cfg)                    # validates every argument before touching files
-        TokenCounter(cfg.tokenizer)                  # (and that the tokenizer loads)
-        out = Path(args.out)
-        _check_resume(cfg, out)
-        save_config(cfg, out.with_suffix('.config.json'), generator=GENERATOR_VERSION, context_tokens=parse_context(cfg.context))
-        n = 0
-        with JsonlLog(out, key='id', keep_records=False) as log:
-            lines = generate_lines(cfg, args.workers, skip=log.done)
-            for key, line in progress(lines, desc='gsm generate', total=len(ops) * cfg.per_op - len(log)): n += log.append_line(key, line)
-        print(f'wrote {n} new problems to {out}')
+    if args.cmd == 'generate': _generate_cli(args)
     elif args.cmd == 'score':
-        recs = score_records(_read(args.problems, 'problems'), _read(args.replies, 'replies'))
+        if args.out: check_not_input(args.out, args.problems, args.replies)
+        recs = score_records(read_problems(args.problems), read_replies(args.replies))
         acc = accuracy_by_op(recs, by=('subset', 'context'))
         tab = auc_table(acc, by=('subset', 'context'))
         print(acc.to_string(index=False)); print(); print(tab.to_string(index=False))
         for ctx, g in tab.groupby('context'):
             print(f'averaged score over subsets at context {ctx}: {average_score(dict(zip(g.subset, g.auc))):.2f}')
         if args.out:
-            acc.to_csv(args.out, index=False); tab.to_csv(Path(args.out).with_suffix('.auc.csv'), index=False)
-    elif args.cmd == 'eval':
-        from numcook.models import load_model_and_tokenizer
-        ecfg = EvalConfig(args.model, args.problems, args.limit, args.batch_size, args.max_new_tokens)
-        problems = _read(args.problems, 'problems')[:args.limit]
-        out = Path(args.out)
-        check_resume(out, out.with_suffix('.config.json'), {k: getattr(ecfg, k) for k in ('model', 'problems', 'max_new_tokens')})
-        model, tok = load_model_and_tokenizer(args.model)
-        save_config(ecfg, out.with_suffix('.config.json'))
-        recs = evaluate_model(model, tok, problems, out, args.batch_size, args.max_new_tokens)
-        print(f'{sum(r["correct"] for r in recs)}/{len(recs)} correct; results in {args.out}')
+            with atomic_file(args.out) as f: acc.to_csv(f, index=False)
+            with atomic_file(Path(args.out).with_suffix('.auc.csv')) as f: tab.to_csv(f, index=False)
+    elif args.cmd == 'eval': _eval_cli(args)
     return 0

@@ -4,7 +4,7 @@
 
 # %% ../nbs/44_gsm_score.ipynb #c2b5044b
 from __future__ import annotations
-import math, re
+import re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -132,23 +132,18 @@ def score_reply(p:dict, reply:str) -> dict:
 def evaluate_model(model, tokenizer, problems:list[dict], out:str|Path, batch_size:int=8,
                    max_new_tokens:int=256) -> list[dict]:
     "Greedy-decode every problem with a causal LM, score it, and log results resumably to `out`."
-    import torch
+    from numcook.runtime import generate  # torch and transformers are imported only when a model is evaluated
     log = JsonlLog(out, key='id')
     todo = [p for p in problems if p['id'] not in log]
-    if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = 'left'
     model.eval()
+    bar = progress(total=len(todo), desc='gsm eval', unit='problem')
     try:
-        for i in progress(range(0, len(todo), batch_size), desc='gsm eval', total=math.ceil(len(todo) / batch_size)):
+        for i in range(0, len(todo), batch_size):
             batch = todo[i:i + batch_size]
-            enc = tokenizer([gsm_prompt(p) for p in batch], return_tensors='pt', padding=True)
-            enc = {k: v.to(model.device) for k, v in enc.items()}
-            with torch.no_grad():
-                gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                     pad_token_id=tokenizer.pad_token_id)
-            replies = tokenizer.batch_decode(gen[:, enc['input_ids'].shape[1]:], skip_special_tokens=True)
+            replies = generate(model, tokenizer, [gsm_prompt(p) for p in batch], max_new_tokens, batch_size, show_progress=False)
             for p, r in zip(batch, replies): log.append(score_reply(p, r))
-    finally: log.close()
+            bar.update(len(batch))
+    finally: bar.close(); log.close()
     ids = {p['id'] for p in problems}
     return [r for r in log.records if r['id'] in ids]
 

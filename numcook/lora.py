@@ -13,8 +13,11 @@ from transformers import AutoTokenizer
 from .utils import NumcookError, did_you_mean, derive_seed, save_config, load_config
 from .models import load_model, NOPE_ROPE
 from .formats import NumberFormat, REVERSE_MODES
-from .tokenizers import split_digits
-from .train import fit, encode_pair, nupa_pairs, config_parser, PROMPT_STYLES
+from .utils import ArgParser, check_output_path
+from .runtime import pick_device
+from .tokenizers import load_tokenizer, split_digits
+from .train import fit, encode_pair, nupa_pairs, config_parser, check_config, save_model
+from .nupa import check_prompt_style
 
 # %% auto #0
 __all__ = ['FINETUNE_PE', 'FinetuneConfig', 'prepare_base', 'add_lora', 'finetune', 'cli']
@@ -29,7 +32,7 @@ class FinetuneConfig:
     tasks: str = 'add_integer,add_float' # NUPA task names, comma separated (the paper: all of them, mixed)
     train_lengths: str = '1-8' # digit lengths of the training data
     n_per_length: int = 1000 # samples per task and length (the paper: 1e5)
-    prompt_style: str = 'nupa' # one of PROMPT_STYLES
+    prompt_style: str = 'nupa' # a text style of numcook.nupa.PROMPT_STYLES
     data_seed: int = 0 # seed of the generated data
     rank: int = 128 # LoRA rank r (the paper: 128)
     alpha: float = 32 # LoRA alpha (the paper: 32)
@@ -56,7 +59,7 @@ class FinetuneConfig:
 
     def __post_init__(self):
         if self.pe not in FINETUNE_PE: raise did_you_mean(self.pe, FINETUNE_PE, 'positional encoding change')
-        if self.prompt_style not in PROMPT_STYLES: raise did_you_mean(self.prompt_style, PROMPT_STYLES, 'prompt style')
+        check_prompt_style(self.prompt_style, text=True)
         self.number_format
 
     @property
@@ -69,7 +72,8 @@ def prepare_base(cfg:FinetuneConfig, model=None, tokenizer=None):
     if model is None:
         model = load_model(cfg.base, **({'rope_parameters': dict(NOPE_ROPE)} if cfg.pe == 'nope' else {}))
     elif cfg.pe == 'nope': raise NumcookError("pe='nope' needs the base loaded from cfg.base (pass no model)")
-    tok = tokenizer or AutoTokenizer.from_pretrained(cfg.base)
+    tok = tokenizer or load_tokenizer(cfg.base)
+    if tok.eos_token_id is None: raise NumcookError(f"the tokenizer of {cfg.base!r} has no end-of-sequence token, which ends every answer")
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
     if cfg.one_digit: split_digits(tok)
     return model, tok
@@ -80,7 +84,8 @@ def add_lora(model, cfg:FinetuneConfig):
     torch.manual_seed(cfg.seed)
     lc = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.lora_dropout, task_type='CAUSAL_LM',
                     target_modules=[m.strip() for m in cfg.target_modules.split(',') if m.strip()])
-    return get_peft_model(model, lc)
+    try: return get_peft_model(model, lc)
+    except ValueError as e: raise NumcookError(f"cannot add LoRA adapters: {str(e).strip().splitlines()[0]}") from None
 
 def finetune(cfg:FinetuneConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None, tokenizer=None, callback=None):
     "LoRA-finetune `cfg.base` on NUPA tasks (or explicit pairs); returns (peft model, tokenizer, history)."
@@ -89,22 +94,22 @@ def finetune(cfg:FinetuneConfig, pairs:Iterable[tuple[str, str]]|None=None, mode
     fmt = cfg.number_format
     examples = [encode_pair(tok, p, a, fmt) for p, a in pairs]
     model = add_lora(model, cfg)
-    history = fit(model, tok, examples, cfg, callback=callback)
-    if cfg.out_dir:
-        out = Path(cfg.out_dir) / 'final'
-        model.save_pretrained(out); tok.save_pretrained(out); save_config(cfg, out / 'finetune_config.json')
+    finish = (lambda m: save_model(Path(cfg.out_dir) / 'final', m, tok, cfg, 'finetune_config.json')) if cfg.out_dir else None
+    history = fit(model, tok, examples, cfg, callback=callback, finish=finish)
     return model, tok, history
 
 # %% ../nbs/15_lora.ipynb #779c5e3e
 def cli(argv:list[str]) -> int:
     "`numcook finetune`: LoRA finetuning of a pretrained causal LM on NUPA tasks."
-    p = argparse.ArgumentParser(prog='numcook finetune', description='LoRA-finetune a causal LM (local folder or hub id) '
-                                "on NUPA tasks, optionally with Table 18's PE / tokenizer / format changes.")
+    p = ArgParser(prog='numcook finetune', description='LoRA-finetune a causal LM (local folder or hub id) '
+                  "on NUPA tasks, optionally with Table 18's PE / tokenizer / format changes.")
     config_parser(FinetuneConfig, p)
     a = p.parse_args(argv)
-    cfg = FinetuneConfig(**{f.name: getattr(a, f.name) for f in dataclasses.fields(FinetuneConfig)})
+    cfg = check_config(FinetuneConfig(**{f.name: getattr(a, f.name) for f in dataclasses.fields(FinetuneConfig)}))
     if not cfg.base: raise NumcookError("give --base: the model folder or hub id to finetune")
     if not cfg.out_dir: raise NumcookError("give --out-dir for the run folder")
+    pick_device(cfg.device); check_output_path(cfg.out_dir, folder=True)
     _, _, hist = finetune(cfg)
-    print(f"finetuned {cfg.base} for {hist[-1]['step'] if hist else 0} steps; adapters in {Path(cfg.out_dir) / 'final'}")
+    done = f"finetuned {cfg.base} to step {hist[-1]['step']}" if hist else f"{cfg.out_dir} holds a finished run: nothing to train"
+    print(f"{done}; adapters in {Path(cfg.out_dir) / 'final'}")
     return 0

@@ -4,32 +4,39 @@
 
 # %% ../nbs/03_metrics.ipynb #0fa11f1d
 from __future__ import annotations
-import json, re
-from pathlib import Path
-from typing import Iterable
-from .utils import NumcookError, concat_once
-from .numbers import PARTS, split_parts
-from .nupa import ANSWER_REGEX, TASKS, get_task
+import re
+from typing import Callable
+from .utils import NumcookError
+from .numbers import PARTS, split_parts, representation_of
 
 # %% auto #0
-__all__ = ['RANGES', 'METRICS', 'THRESHOLDS', 'extract_answer', 'exact_match', 'digit_match', 'dlength', 'item_metrics',
-           'range_of', 'digit_limit', 'well_learned_digits', 'performance_preserving_digits', 'score_items', 'score',
-           'digit_limits', 'read_predictions', 'score_file', 'read_eval_results']
+__all__ = ['ANSWER_REGEX', 'RANGES', 'METRICS', 'THRESHOLDS', 'extract_answer', 'exact_match', 'digit_match', 'dlength',
+           'item_metrics', 'range_of', 'digit_limit', 'well_learned_digits', 'performance_preserving_digits']
 
 # %% ../nbs/03_metrics.ipynb #69f96c72
+ANSWER_REGEX = {'integer': r'\d+', 'float': r'\d+\.\d+', 'fraction': r'\d+/\d+', 'scientific': r'\d+\.\d+e\d+'}  # A.2
 _COMPILED = {k: re.compile(v) for k, v in ANSWER_REGEX.items()}
+_CONCLUSION = re.compile(r'So the answer is\s*(\S+?)\.?\s*$', re.S)  # the final line of an RF-CoT response
+
+def _rep(representation:str|None) -> str|None:
+    rep = 'integer' if representation == 'int' else representation
+    if rep is not None and rep not in _COMPILED:
+        raise NumcookError(f"unknown representation {representation!r}; choose from {', '.join(_COMPILED)}")
+    return rep
 
 def extract_answer(text:str, # what the model generated after the prompt
-                   representation:str, # representation of the expected answer
+                   representation:str|None=None, # representation of the expected answer (None: not a NUPA number)
                    after_equals:bool=False, # search only after the last '=' (for prompt + generation)
+                   decode:Callable[[str], str]|None=None, # undoes a number format (e.g. `NumberFormat.decode`)
                   ) -> str:
-    "The first match of the answer regex of `representation` in `text` (after its last '=' if `after_equals`), or ''."
-    if representation == 'int': representation = 'integer'
-    if representation not in _COMPILED:
-        raise NumcookError(f"unknown representation {representation!r}; choose from {', '.join(_COMPILED)}")
-    text = str(text or '')
+    "The answer in `text`: the first match of the representation's regex ('' if none), read in X when the text ends with 'So the answer is X.'."
+    rep, text = _rep(representation), str(text or '')
     if after_equals: text = text.rpartition('=')[2]
-    m = _COMPILED[representation].search(text)
+    m = _CONCLUSION.search(text)
+    text = m.group(1) if m else text.strip()
+    if decode is not None: text = decode(text)
+    if rep is None: return text
+    m = _COMPILED[rep].search(text)
     return m.group(0) if m else ''
 
 # %% ../nbs/03_metrics.ipynb #111e78c3
@@ -37,31 +44,37 @@ def exact_match(pred:str, gold:str) -> float:
     "1.0 if the answer is exactly the ground truth, else 0.0."
     return float(pred == gold)
 
-def _parts(s:str, rep:str) -> tuple[str, ...]:
-    n = len(PARTS[rep])
-    return split_parts(s, rep) if s else ('',) * n
+def _parts(s:str, rep:str|None=None) -> dict[str, str]:
+    "The parts of number text `s` by name, in representation `rep` (None: the one its text shows)."
+    rep = rep or representation_of(s)
+    return dict(zip((name for name, _ in PARTS[rep]), split_parts(s, rep)))
 
 def digit_match(pred:str, # the extracted answer ('' if none)
                 gold:str, # the ground truth
-                representation:str, # the ground truth's representation
+                representation:str|None=None, # the ground truth's representation (None: read from its text)
                ) -> float:
-    "Fraction of the ground truth's digits matched after aligning each part (integer-like parts right, decimal parts left)."
-    rep = 'integer' if representation == 'int' else representation
-    gp, pp, total, hit = _parts(gold, rep), _parts(pred, rep), 0, 0
-    for (_, align), g, p in zip(PARTS[rep], gp, pp):
+    "Fraction of the ground truth's digits the answer has at the same place of the same part (integer-like parts aligned right, decimal parts left)."
+    rep = _rep(representation) or representation_of(gold)
+    gp, pp, total, hit = _parts(gold, rep), _parts(pred), 0, 0
+    for name, align in PARTS[rep]:
+        g, p = gp[name], pp.get(name, '')
         if align == 'right': g, p = g[::-1], p[::-1]
         total += len(g)
         hit += sum(1 for x, y in zip(g, p) if x == y)
     return hit / total if total else float(pred == gold)
 
-def dlength(pred:str, gold:str, representation:str) -> int:
-    "Sum over parts of the absolute difference in length between answer and ground truth."
-    rep = 'integer' if representation == 'int' else representation
-    return sum(abs(len(g) - len(p)) for g, p in zip(_parts(gold, rep), _parts(pred, rep)))
+def dlength(pred:str, gold:str, representation:str|None=None) -> int:
+    "Sum over the parts of either number of the absolute difference in length between answer and ground truth."
+    gp, pp = _parts(gold, _rep(representation) or representation_of(gold)), _parts(pred)
+    return sum(abs(len(gp.get(n, '')) - len(pp.get(n, ''))) for n in dict.fromkeys([*gp, *pp]))
 
-def item_metrics(generation:str, gold:str, representation:str) -> dict:
+def item_metrics(generation:str, # what the model generated after the prompt
+                 gold:str, # the ground truth
+                 representation:str|None=None, # the ground truth's representation (None: not a NUPA number)
+                 decode:Callable[[str], str]|None=None, # undoes a number format before the answer is read
+                ) -> dict:
     "Extract the answer from a generation and compute all three metrics."
-    pred = extract_answer(generation, representation)
+    pred = extract_answer(generation, representation, decode=decode)
     return {'extracted': pred, 'exact_match': exact_match(pred, gold),
             'digit_match': digit_match(pred, gold, representation), 'dlength': dlength(pred, gold, representation)}
 
@@ -95,142 +108,3 @@ def well_learned_digits(per_length:dict[int, float], metric:str='exact_match') -
 def performance_preserving_digits(per_length:dict[int, float], metric:str='exact_match') -> int:
     "Longest run of lengths from 1 with exact match above 10% (digit match above 50%, dlength below 1)."
     return digit_limit(per_length, metric, THRESHOLDS[metric][1])
-
-# %% ../nbs/03_metrics.ipynb #c7d8fcc9
-def score_items(records:Iterable[dict], # NUPA items with the model's generation under `prediction_key`
-                prediction_key:str='prediction', # the field holding the generation
-               ):
-    "One row per record: task, length, range, extracted answer and the three metrics."
-    import pandas as pd
-    rows = []
-    for r in records:
-        t = get_task(r['task']); rep = t.answer_representation
-        pred = r.get(prediction_key)
-        malformed = not isinstance(pred, str)
-        m = item_metrics(pred if not malformed else '', str(r['answer']), rep)
-        rows.append({'id': r.get('id'), 'task': t.name, 'length': int(r['length']),
-                     'range': range_of(int(r['length']), t.max_length), 'answer': str(r['answer']), **m,
-                     'malformed': malformed})
-    cols = ['id', 'task', 'length', 'range', 'answer', 'extracted', *METRICS, 'malformed']
-    return pd.DataFrame(rows, columns=cols)
-
-def _items(records_or_df):
-    import pandas as pd
-    return records_or_df if isinstance(records_or_df, pd.DataFrame) else score_items(records_or_df)
-
-def score(records_or_items):
-    "Per-task, per-range table (mean of per-length means) of exact match, digit match and dlength."
-    import pandas as pd
-    items = _items(records_or_items)
-    per_len = items.groupby(['task', 'length', 'range'], sort=False)[list(METRICS)].mean().reset_index()
-    counts = items.groupby(['task', 'range'], sort=False).size().rename('n_items')
-    per_len = per_len[per_len['range'] != '']
-    table = per_len.groupby(['task', 'range'], sort=False)[list(METRICS)].mean()
-    table = table.join(counts).reset_index()
-    order = {'S': 0, 'M': 1, 'L': 2, 'XL': 3}
-    tasks = list(dict.fromkeys(items['task']))
-    table['_t'] = table['task'].map(tasks.index); table['_r'] = table['range'].map(order)
-    table = table.sort_values(['_t', '_r']).drop(columns=['_t', '_r']).reset_index(drop=True)
-    return table[['task', 'range', 'n_items', *METRICS]]
-
-def digit_limits(records_or_items):
-    "Well-learned / performance-preserving digits of every task and metric."
-    import pandas as pd
-    items = _items(records_or_items)
-    rows = []
-    for task, g in items.groupby('task', sort=False):
-        per_len = g.groupby('length')[list(METRICS)].mean()
-        row = {'task': task}
-        for m in METRICS:
-            curve = per_len[m].to_dict()
-            row[f'{m}_wld'], row[f'{m}_ppd'] = well_learned_digits(curve, m), performance_preserving_digits(curve, m)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-# %% ../nbs/03_metrics.ipynb #422fb7a5
-def read_predictions(path:str|Path, test:str|Path|None=None) -> tuple[list[dict], list[str]]:
-    "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found."
-    path = Path(path)
-    if not path.is_file(): raise NumcookError(f"no predictions file {str(path)!r}")
-    problems, recs = [], []
-    lines = path.read_text(encoding='utf-8', errors='replace').splitlines()
-    parsed = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip(): continue
-        try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict): raise ValueError
-        except ValueError:
-            problems.append(f"line {i}: not a JSON object"); parsed.append((i, None)); continue
-        parsed.append((i, obj))
-    if test is not None:
-        from numcook.utils import read_jsonl
-        tpath = Path(test)
-        if not tpath.is_file(): raise NumcookError(f"no test file {str(tpath)!r}")
-        items = read_jsonl(tpath)
-        preds = {}
-        for i, obj in parsed:
-            if obj is None: continue
-            if 'id' not in obj: problems.append(f"line {i}: no 'id'"); continue
-            preds[obj['id']] = obj.get('prediction')
-        for it in items:
-            if it['id'] not in preds: problems.append(f"item {it['id']}: no prediction")
-            recs.append({**it, 'prediction': preds.get(it['id'])})
-        known = {it['id'] for it in items}
-        problems += [f"prediction for unknown id {k!r}" for k in preds if k not in known]
-    else:
-        for i, obj in parsed:
-            if obj is None: continue
-            missing = [k for k in ('task', 'length', 'answer') if k not in obj]
-            if missing: problems.append(f"line {i}: missing {', '.join(missing)}; not scored"); continue
-            try: get_task(obj['task'])
-            except NumcookError: problems.append(f"line {i}: unknown task {obj['task']!r}; not scored"); continue
-            recs.append(obj)
-    for r in recs:
-        if 'prediction' in r and not isinstance(r['prediction'], str) and r['prediction'] is not None:
-            problems.append(f"item {r.get('id')}: prediction is not a string; scored as an empty answer")
-        elif 'prediction' not in r or r['prediction'] is None:
-            if test is None: problems.append(f"item {r.get('id')}: no prediction; scored as an empty answer")
-    return recs, problems
-
-def score_file(path:str|Path, # JSON Lines of items with predictions (or just id and prediction, with `test`)
-               test:str|Path|None=None, # the generated items, joined to the predictions by id
-              ):
-    "Score a predictions file: (per-task per-range table, digit-limits table, a short report of problems)."
-    recs, problems = read_predictions(path, test)
-    if not recs:
-        hint = " (records with only 'id' and 'prediction' need --test)" if test is None else ''
-        raise NumcookError(f"nothing to score in {str(path)!r}{hint}: " + (f"{len(problems)} problem(s), first: {problems[0]}" if problems else 'empty file'))
-    items = score_items(recs)
-    report = f"scored {len(items)} items of {items['task'].nunique()} task(s); {len(problems)} problem(s)"
-    if problems: report += ':\n  ' + '\n  '.join(problems[:20]) + (f"\n  ... {len(problems) - 20} more" if len(problems) > 20 else '')
-    return score(items), digit_limits(items), report
-
-# %% ../nbs/03_metrics.ipynb #e83a2b50
-def read_eval_results(*paths:str|Path, model:str|None=None):
-    "Per-(model, task, length) metrics of `numcook eval --out` runs, from their scored .jsonl or .summary.csv files."
-    import pandas as pd
-    if len(paths) != 1:
-        return concat_once((read_eval_results(p, model=model) for p in paths), ['model', 'task', 'length'],
-                           lambda r: f"two results files are both named {r.model!r} with {r.task} at {r.length} digits: rename one")
-    path = Path(paths[0])
-    if not path.is_file():
-        raise NumcookError(f"no results file {str(path)!r}: give the .jsonl of `numcook eval --out` or the .summary.csv beside it")
-    model = model or path.name.split('.')[0]
-    if path.suffix == '.jsonl':
-        recs, problems = read_predictions(path)
-        if not recs: raise NumcookError(f"{path.name}: no scored NUPA records" + (f" ({problems[0]})" if problems else ''))
-        items = score_items(recs)
-        per_len = items.groupby(['task', 'length', 'range'], sort=False)[list(METRICS)].mean()
-        per_len.insert(0, 'n', items.groupby(['task', 'length', 'range'], sort=False).size())
-        per_len = per_len.reset_index()
-    elif path.suffix == '.csv':
-        per_len = pd.read_csv(path)
-        missing = sorted({'task', 'length', *METRICS} - set(per_len.columns))
-        if missing: raise NumcookError(f"{path.name}: no column(s) {', '.join(missing)}: not a `numcook eval` summary")
-        per_len['task'] = [get_task(t).name for t in per_len.task]
-        per_len['range'] = [range_of(int(L), get_task(t).max_length) for t, L in zip(per_len.task, per_len.length)]
-    else: raise NumcookError(f"{path.name}: expected the .jsonl of `numcook eval --out` or its .summary.csv")
-    per_len.insert(0, 'model', model)
-    cols = ['model', 'task', 'length', 'range'] + ['n'] * ('n' in per_len) + list(METRICS)
-    return per_len[cols].sort_values(['task', 'length'], kind='stable').reset_index(drop=True)

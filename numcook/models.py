@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM, AutoModelForCausalLM, AutoTokenizer, AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from .utils import NumcookError, did_you_mean
+from .runtime import pick_device
 
 # %% auto #0
 __all__ = ['MODEL_SIZES', 'POSITIONAL_ENCODINGS', 'NOPE_ROPE', 'DTYPES', 'alibi_slopes', 'alibi_attention_forward',
@@ -114,20 +115,21 @@ def load_model(path:str, dtype=None, device:str|None=None, **kwargs):
     if isinstance(dtype, str):
         if dtype not in DTYPES: raise did_you_mean(dtype, DTYPES, 'dtype')
         dtype = DTYPES[dtype]
-    if device == 'auto': device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    if device is not None: device = pick_device(device)
     cfg_file = Path(path) / 'config.json'
-    pe = json.loads(cfg_file.read_text()).get('numcook_pe', 'rope') if cfg_file.exists() else 'rope'
-    if pe == 'alibi': kwargs.setdefault('attn_implementation', 'alibi')
-    try: m = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
-    except (OSError, ValueError) as e:
-        raise NumcookError(f"cannot load model {str(path)!r}: {str(e).strip().splitlines()[0]}") from None
+    try:
+        pe = json.loads(cfg_file.read_text()).get('numcook_pe', 'rope') if cfg_file.exists() else 'rope'
+        if pe == 'alibi': kwargs.setdefault('attn_implementation', 'alibi')
+        m = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
+    except Exception as e:  # a missing, partial or corrupt model, whatever the libraries raise (running out of memory aside)
+        if isinstance(e, MemoryError) or type(e).__name__ == 'OutOfMemoryError': raise
+        raise NumcookError(f"cannot load model {str(path)!r}: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
     return m.to(device) if device else m
 
 def load_model_and_tokenizer(path:str, dtype=None, device:str|None=None, **kwargs):
     "`load_model` in eval mode, with its tokenizer from the same folder or hub id."
-    try: tok = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as e:
-        raise NumcookError(f"cannot load model {str(path)!r}: {str(e).strip().splitlines()[0]}") from None
+    from numcook.tokenizers import load_tokenizer
+    tok = load_tokenizer(path)
     return load_model(path, dtype, device, **kwargs).eval(), tok
 
 def count_parameters(model) -> int:

@@ -9,14 +9,18 @@ from dataclasses import dataclass, field
 from fractions import Fraction as Q
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
-from .utils import NumcookError, Registry, did_you_mean, parse_range, progress, rng, write_jsonl
+from .utils import NumcookError, Registry, concat_once, did_you_mean, parse_range, progress, read_jsonl, rng, write_jsonl
 from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scientific
+from .metrics import ANSWER_REGEX, METRICS, item_metrics, range_of, well_learned_digits, performance_preserving_digits
+from .utils import ArgParser, OutputGuard, atomic_file, check_not_input, confirm_large, int_arg, read_records
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DIGITS', 'MAX_LENGTH', 'TASK_PROMPTS',
-           'FORMAT_PROMPTS', 'ANSWER_REGEX', 'SYSTEM_PROMPT', 'A13_EXAMPLES', 'TASKS', 'ALIASES', 'NUPA_41',
-           'PROMPT_STYLES', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate', 'generate',
-           'to_dataframe', 'summarize_task', 'summarize', 'make_prompt', 'task_table', 'cli']
+           'FORMAT_PROMPTS', 'SYSTEM_PROMPT', 'A13_EXAMPLES', 'TASKS', 'ALIASES', 'NUPA_41', 'PROMPT_STYLES',
+           'OPERATORS', 'GENERATE_LIMIT_BYTES', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate',
+           'generate', 'to_dataframe', 'summarize_task', 'summarize', 'check_prompt_style', 'compact_prompt',
+           'make_prompt', 'score_items', 'score', 'digit_limits', 'read_predictions', 'score_file', 'read_eval_results',
+           'task_table', 'generate_estimate', 'cli']
 
 # %% ../nbs/02_nupa.ipynb #2c31e9d9
 CATEGORIES = {  # the 17 task kinds, grouped into the paper's four ability categories (Table 1 order)
@@ -80,7 +84,6 @@ FORMAT_PROMPTS = {  # A.2's format prompts, by the representation of the answer
     'scientific': 'Directly return the answer as a scientific notation without any comma separator, like 1.23e4. '
                   'The float part should be in the range [1, 10).',
 }
-ANSWER_REGEX = {'integer': r'\d+', 'float': r'\d+\.\d+', 'fraction': r'\d+/\d+', 'scientific': r'\d+\.\d+e\d+'}  # A.2
 SYSTEM_PROMPT = ('You are a capable math assistant. Return your solution without any process in the format: '
                  'The answer is [YOUR ANSWER]. The final answer must strictly match the format {regex}.')
 
@@ -536,19 +539,191 @@ def summarize(tasks=None, # task names, 'all' / None or 'nupa41'
     return [r for part in parts for r in part]
 
 # %% ../nbs/02_nupa.ipynb #a77b3500
-PROMPT_STYLES = ('completion', 'chat', 'question')
+PROMPT_STYLES = {  # style -> what `make_prompt` gives a model
+    'completion': "A.2's format prompt, a newline, then the task prompt (one string)",
+    'chat': "chat messages: A.2's system message naming the answer regex, then the completion text",
+    'question': "A.2's task prompt alone: 'Add two numbers: 12 + 34 ='",
+    'nupa': "the same string as 'question' (the name training configs use)",
+    'compact': "a short prompt for the small models trained here: '12+34=', 'max 12 34='",
+}
+OPERATORS = {'add': '+', 'sub': '-', 'multiply': '*', 'truediv': '/', 'floordiv': '//', 'mod': '%'}  # signs of compact prompts
 
-def make_prompt(record:dict, # a NUPA item (needs 'task' and 'question')
-                style:str='completion', # 'completion', 'chat' or 'question'
+def check_prompt_style(style:str, text:bool=False) -> str:
+    "`style` if it is a key of PROMPT_STYLES (one whose prompt is a single string, if `text`); else a did-you-mean error."
+    names = [k for k in PROMPT_STYLES if not (text and k == 'chat')]
+    if style not in names: raise did_you_mean(style, names, 'prompt style')
+    return style
+
+def compact_prompt(rec:dict) -> str:
+    "A short prompt for a NUPA record: '12+34=' for arithmetic, 'max 12 34=' for the other kinds."
+    kind = rec.get('kind') or rec['task'].split('_')[0]
+    a, b = rec['a'], rec.get('b')
+    if kind in OPERATORS and b is not None: return f"{a}{OPERATORS[kind]}{b}="
+    return f"{kind} {a}{'' if b is None else ' ' + str(b)}="
+
+def make_prompt(record:dict, # a NUPA item (needs 'task' and 'question'; 'compact' needs 'a' and 'b')
+                style:str='completion', # a key of PROMPT_STYLES
                ):
-    "The prompt of a NUPA item: a string ('completion', 'question') or a list of chat messages ('chat')."
-    if style not in PROMPT_STYLES: raise did_you_mean(style, PROMPT_STYLES, 'prompt style')
-    if style == 'question': return record['question']
+    "The prompt of a NUPA item: a string, or a list of chat messages for 'chat'."
+    check_prompt_style(style)
+    if style in ('question', 'nupa'): return record['question']
+    if style == 'compact': return compact_prompt(record)
     rep = get_task(record['task']).answer_representation
     text = FORMAT_PROMPTS[rep] + '\n' + record['question']
     if style == 'completion': return text
     return [{'role': 'system', 'content': SYSTEM_PROMPT.format(regex=ANSWER_REGEX[rep])},
             {'role': 'user', 'content': text}]
+
+# %% ../nbs/02_nupa.ipynb #c7d8fcc9
+def score_items(records:Iterable[dict], # NUPA items with the model's generation under `prediction_key`
+                prediction_key:str='prediction', # the field holding the generation
+               ):
+    "One row per record: task, length, range, extracted answer and the three metrics."
+    import pandas as pd
+    rows = []
+    for r in records:
+        t = get_task(r['task']); rep = t.answer_representation
+        pred = r.get(prediction_key)
+        malformed = not isinstance(pred, str)
+        m = item_metrics(pred if not malformed else '', str(r['answer']), rep)
+        rows.append({'id': r.get('id'), 'task': t.name, 'length': int(r['length']),
+                     'range': range_of(int(r['length']), t.max_length), 'answer': str(r['answer']), **m,
+                     'malformed': malformed})
+    cols = ['id', 'task', 'length', 'range', 'answer', 'extracted', *METRICS, 'malformed']
+    return pd.DataFrame(rows, columns=cols)
+
+def _items(records_or_df):
+    import pandas as pd
+    return records_or_df if isinstance(records_or_df, pd.DataFrame) else score_items(records_or_df)
+
+def score(records_or_items):
+    "Per-task, per-range table (mean of per-length means) of exact match, digit match and dlength."
+    items = _items(records_or_items)
+    per_len = items.groupby(['task', 'length', 'range'], sort=False)[list(METRICS)].mean().reset_index()
+    counts = items.groupby(['task', 'range'], sort=False).size().rename('n_items')
+    per_len = per_len[per_len['range'] != '']
+    table = per_len.groupby(['task', 'range'], sort=False)[list(METRICS)].mean()
+    table = table.join(counts).reset_index()
+    order = {'S': 0, 'M': 1, 'L': 2, 'XL': 3}
+    tasks = list(dict.fromkeys(items['task']))
+    table['_t'] = table['task'].map(tasks.index); table['_r'] = table['range'].map(order)
+    table = table.sort_values(['_t', '_r']).drop(columns=['_t', '_r']).reset_index(drop=True)
+    return table[['task', 'range', 'n_items', *METRICS]]
+
+def digit_limits(records_or_items):
+    "Well-learned / performance-preserving digits of every task and metric."
+    import pandas as pd
+    items = _items(records_or_items)
+    rows = []
+    for task, g in items.groupby('task', sort=False):
+        per_len = g.groupby('length')[list(METRICS)].mean()
+        row = {'task': task}
+        for m in METRICS:
+            curve = per_len[m].to_dict()
+            row[f'{m}_wld'], row[f'{m}_ppd'] = well_learned_digits(curve, m), performance_preserving_digits(curve, m)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+# %% ../nbs/02_nupa.ipynb #422fb7a5
+_ITEM_FIELDS = {'task': str, 'length': int, 'answer': str}   # what scoring needs of an item (an integer gold is read as its digits)
+
+def _item_problem(obj:dict) -> str|None:
+    "Why a record cannot be scored as a NUPA item (missing or mistyped field, unknown task), or None."
+    missing = [k for k in _ITEM_FIELDS if k not in obj]
+    if missing: return f"missing {', '.join(missing)}"
+    if isinstance(obj['answer'], int) and not isinstance(obj['answer'], bool): obj['answer'] = str(obj['answer'])
+    for k, t in _ITEM_FIELDS.items():
+        if not isinstance(obj[k], t) or isinstance(obj[k], bool): return f"field {k!r} should be {'a string' if t is str else 'an integer'}, not {json.dumps(obj[k])[:30]}"
+    try: get_task(obj['task'])
+    except NumcookError: return f"unknown task {obj['task']!r}"
+    return None
+
+def read_predictions(path:str|Path, test:str|Path|None=None) -> tuple[list[dict], list[str]]:
+    "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found; a repeated id is refused."
+    path = Path(path)
+    if not path.is_file(): raise NumcookError(f"no predictions file {str(path)!r}")
+    problems, recs, parsed, seen = [], [], [], {}
+    lines = path.read_text(encoding='utf-8', errors='replace').splitlines()
+    for i, line in enumerate(lines, 1):
+        if not line.strip(): continue
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict): raise ValueError
+        except ValueError:
+            problems.append(f"line {i}: not a JSON object"); continue
+        if 'id' in obj:                                   # an item scored twice would count twice
+            k = json.dumps(obj['id'])
+            if k in seen: raise NumcookError(f"{path}: line {i} repeats id {obj['id']!r} of line {seen[k]}; each item may be scored once")
+            seen[k] = i
+        parsed.append((i, obj))
+    if test is not None:
+        items = read_records(test, 'test items', {'id': (str, int)})
+        for n, it in enumerate(items, 1):
+            why = _item_problem(it)
+            if why: raise NumcookError(f"{test}: item {n} ({it['id']!r}): {why}")
+        preds = {}
+        for i, obj in parsed:
+            if 'id' not in obj: problems.append(f"line {i}: no 'id'"); continue
+            preds[json.dumps(obj['id'])] = obj.get('prediction')
+        for it in items:
+            k = json.dumps(it['id'])
+            if k not in preds: problems.append(f"item {it['id']}: no prediction")
+            recs.append({**it, 'prediction': preds.get(k)})
+        known = {json.dumps(it['id']) for it in items}
+        problems += [f"prediction for unknown id {json.loads(k)!r}" for k in preds if k not in known]
+    else:
+        for i, obj in parsed:
+            why = _item_problem(obj)
+            if why: problems.append(f"line {i}: {why}; not scored"); continue
+            recs.append(obj)
+    for r in recs:
+        if 'prediction' in r and not isinstance(r['prediction'], str) and r['prediction'] is not None:
+            problems.append(f"item {r.get('id')}: prediction is not a string; scored as an empty answer")
+        elif 'prediction' not in r or r['prediction'] is None:
+            if test is None: problems.append(f"item {r.get('id')}: no prediction; scored as an empty answer")
+    return recs, problems
+
+def score_file(path:str|Path, # JSON Lines of items with predictions (or just id and prediction, with `test`)
+               test:str|Path|None=None, # the generated items, joined to the predictions by id
+              ):
+    "Score a predictions file: (per-task per-range table, digit-limits table, a short report of problems)."
+    recs, problems = read_predictions(path, test)
+    if not recs:
+        hint = " (records with only 'id' and 'prediction' need --test)" if test is None else ''
+        raise NumcookError(f"nothing to score in {str(path)!r}{hint}: " + (f"{len(problems)} problem(s), first: {problems[0]}" if problems else 'empty file'))
+    items = score_items(recs)
+    report = f"scored {len(items)} items of {items['task'].nunique()} task(s); {len(problems)} problem(s)"
+    if problems: report += ':\n  ' + '\n  '.join(problems[:20]) + (f"\n  ... {len(problems) - 20} more" if len(problems) > 20 else '')
+    return score(items), digit_limits(items), report
+
+# %% ../nbs/02_nupa.ipynb #e83a2b50
+def read_eval_results(*paths:str|Path, model:str|None=None):
+    "Per-(model, task, length) metrics of `numcook eval --out` runs, from their scored .jsonl or .summary.csv files."
+    import pandas as pd
+    if len(paths) != 1:
+        return concat_once((read_eval_results(p, model=model) for p in paths), ['model', 'task', 'length'],
+                           lambda r: f"two results files are both named {r.model!r} with {r.task} at {r.length} digits: rename one")
+    path = Path(paths[0])
+    if not path.is_file():
+        raise NumcookError(f"no results file {str(path)!r}: give the .jsonl of `numcook eval --out` or the .summary.csv beside it")
+    model = model or path.name.split('.')[0]
+    if path.suffix == '.jsonl':
+        recs, problems = read_predictions(path)
+        if not recs: raise NumcookError(f"{path.name}: no scored NUPA records" + (f" ({problems[0]})" if problems else ''))
+        items = score_items(recs)
+        per_len = items.groupby(['task', 'length', 'range'], sort=False)[list(METRICS)].mean()
+        per_len.insert(0, 'n', items.groupby(['task', 'length', 'range'], sort=False).size())
+        per_len = per_len.reset_index()
+    elif path.suffix == '.csv':
+        per_len = pd.read_csv(path)
+        missing = sorted({'task', 'length', *METRICS} - set(per_len.columns))
+        if missing: raise NumcookError(f"{path.name}: no column(s) {', '.join(missing)}: not a `numcook eval` summary")
+        per_len['task'] = [get_task(t).name for t in per_len.task]
+        per_len['range'] = [range_of(int(L), get_task(t).max_length) for t, L in zip(per_len.task, per_len.length)]
+    else: raise NumcookError(f"{path.name}: expected the .jsonl of `numcook eval --out` or its .summary.csv")
+    per_len.insert(0, 'model', model)
+    cols = ['model', 'task', 'length', 'range'] + ['n'] * ('n' in per_len) + list(METRICS)
+    return per_len[cols].sort_values(['task', 'length'], kind='stable').reset_index(drop=True)
 
 # %% ../nbs/02_nupa.ipynb #ddb8c81d
 def task_table():
@@ -560,7 +735,7 @@ def task_table():
                          for t in TASKS.values()])
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='numcook nupa', description='NUPA Test (Number Cookbook §2): tasks, items, scores.')
+    p = ArgParser(prog='numcook nupa', description='NUPA Test (Number Cookbook §2): tasks, items, scores.')
     sub = p.add_subparsers(dest='cmd', metavar='{list,generate,score}')
     sub.required = True
     pl = sub.add_parser('list', help='list the tasks', description='List the NUPA tasks and their properties.')
@@ -568,26 +743,22 @@ def _parser() -> argparse.ArgumentParser:
     pg = sub.add_parser('generate', help='generate NUPA items as JSON Lines', description='Generate NUPA items.')
     pg.add_argument('--tasks', default='all', help="comma list of task names, 'all' (default) or 'nupa41'")
     pg.add_argument('--lengths', default=None, help="lengths like '1-20' or '1-5,10' (default: each task's own range)")
-    pg.add_argument('--n', default='1000', help='items per task and length (default 1000)')
-    pg.add_argument('--seed', default='0', help='random seed (default 0)')
-    pg.add_argument('--out', required=True, help='output .jsonl file')
+    pg.add_argument('--n', type=int_arg(1), default=1000, help='items per task and length (default 1000)')
+    pg.add_argument('--seed', type=int_arg(0), default=0, help='random seed (default 0)')
+    pg.add_argument('--out', required=True, help='output .jsonl file (its settings go to .config.json beside it)')
+    pg.add_argument('--yes', action='store_true', help=f'go ahead when the estimated output exceeds {GENERATE_LIMIT_BYTES / 1e9:g} GB')
     ps = sub.add_parser('score', help='score predictions', description='Score predictions with the NUPA metrics.')
     ps.add_argument('predictions', help="JSON Lines of items with a 'prediction' field (or 'id' and 'prediction' with --test)")
     ps.add_argument('--test', default=None, help='the generated items, when predictions carry only id and prediction')
     ps.add_argument('--out', default=None, help='CSV file for the per-task, per-range table')
     return p
 
-def _int_arg(v:str, what:str) -> int:
-    try: return int(v)
-    except ValueError: raise NumcookError(f"bad {what} {v!r}: give an integer") from None
+GENERATE_LIMIT_BYTES = 4e9  # `nupa generate` asks for --yes above this estimated output (the default 3.3M items: about 1.6 GB)
 
-def _write_out(path:str, write:Callable[[Path], object]) -> Path:
-    p = Path(path)
-    if p.is_dir(): raise NumcookError(f"bad output path {path!r}: it is a directory, give a file name")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True); write(p)
-    except OSError as e: raise NumcookError(f"cannot write {path!r}: {e.strerror or e}") from None
-    return p
+def generate_estimate(names:list[str], lengths:list[int]|None, n:int) -> tuple[int, float]:
+    "(items, bytes) that `generate` will write at most: `n` per task and length, about 250 + 5 bytes per digit of length each."
+    pairs = [(t, L) for t in names for L in (lengths or get_task(t).lengths)]
+    return len(pairs) * n, sum(n * (250 + 5 * L) for _, L in pairs)
 
 def cli(argv:list[str]|None=None) -> int:
     "`numcook nupa list|generate|score`."
@@ -597,18 +768,25 @@ def cli(argv:list[str]|None=None) -> int:
         if args.only41: df = df[df.in_41]
         print(df.to_string(index=False)); return 0
     if args.cmd == 'generate':
-        n, seed = _check_n(_int_arg(args.n, 'count')), _int_arg(args.seed, 'seed')
         names = task_names(args.tasks)
-        if args.lengths is not None: parse_range(args.lengths, 'lengths', 1, MAX_LENGTH)
-        recs = iter_generate(names, args.lengths, n, seed, show_progress=True)
-        p = _write_out(args.out, lambda p: write_jsonl(recs, p))
-        print(f"wrote {sum(1 for _ in p.open())} items of {len(names)} task(s) to {p}")
+        lengths = None if args.lengths is None else parse_range(args.lengths, 'lengths', 1, MAX_LENGTH)
+        items, size = generate_estimate(names, lengths, args.n)
+        confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write up to {items:,} items (~{size / 1e9:,.1f} GB)", args.yes)
+        cfg = {'_class': 'NupaGenerate', 'tasks': names, 'lengths': args.lengths, 'n': args.n, 'seed': args.seed}
+        with OutputGuard(args.out, cfg, same=()) as out:        # any earlier file of this command is replaced, never another's
+            count = [0]
+            def counted(recs):
+                for r in recs: count[0] += 1; yield r
+            write_jsonl(counted(iter_generate(names, lengths, args.n, args.seed, show_progress=True)), args.out)
+            out.done(items=count[0])
+        print(f"wrote {count[0]} items of {len(names)} task(s) to {args.out}")
         return 0
-    from numcook.metrics import score_file
+    if args.out: check_not_input(args.out, args.predictions, args.test)
     table, limits, report = score_file(args.predictions, args.test)
     print(table.to_string(index=False, float_format=lambda x: f'{x:.3f}'))
     print()
     print(limits.to_string(index=False))
     print(report)
-    if args.out: _write_out(args.out, lambda p: table.to_csv(p, index=False))
+    if args.out:
+        with atomic_file(args.out) as f: table.to_csv(f, index=False)
     return 0

@@ -6,10 +6,10 @@
 from __future__ import annotations
 import argparse, datetime, json, re, sys, time
 from pathlib import Path
-from .utils import NumcookError, JsonlLog, did_you_mean, progress
+from .utils import NumcookError, JsonlLog, did_you_mean, progress, ArgParser, OutputLock, atomic_write
 
 # %% auto #0
-__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'run_notebook', 'write_index', 'run_all', 'cli']
+__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'kernels_over_ipc', 'run_notebook', 'write_index', 'run_all', 'cli']
 
 # %% ../nbs/91_repro.ipynb #35a3af66
 def repo_root(start:str|Path|None=None) -> Path:
@@ -32,9 +32,18 @@ def notebook_title(path:Path) -> str:
     return Path(path).stem
 
 # %% ../nbs/91_repro.ipynb #87715fe7
+def kernels_over_ipc():
+    "Start this process's Jupyter kernels on IPC sockets beside their connection files instead of TCP ports."
+    # A kernel's five TCP ports are picked free in the parent and bound later by the kernel: two kernels starting
+    # at once (papermill runs, the docs build's workers, tests side by side) can pick the same port, and the
+    # second dies with "Address already in use". Socket files named after the unique connection file cannot clash.
+    from jupyter_client.manager import KernelManager
+    KernelManager.class_traits()['transport'].default_value = 'ipc'
+
 def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_output:bool=False) -> dict:
     "Execute notebook `nb` with papermill into `run_dir`, overriding the `params` it declares."
     import papermill as pm
+    kernels_over_ipc()
     nb, run_dir = Path(nb), Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     declared = pm.inspect_notebook(str(nb))
@@ -78,7 +87,7 @@ def write_index(root:str|Path|None=None) -> Path:
         if 'claims.csv' in outs: lines += ['', f'Claims (`figures/{nb.stem}/claims.csv`):', '', *_claims_md(d / 'claims.csv')]
         lines += ['']
     path = root / 'figures' / 'INDEX.md'
-    path.parent.mkdir(exist_ok=True); path.write_text('\n'.join(lines))
+    atomic_write(path, '\n'.join(lines))
     return path
 
 # %% ../nbs/91_repro.ipynb #6bfc6b55
@@ -104,7 +113,7 @@ def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=Non
     run_dir.mkdir(parents=True, exist_ok=True)
     failed = []
     # one record per attempt: (notebook, status, time) keys never collide, so failures are kept beside later successes
-    with JsonlLog(run_dir / 'status.jsonl', key=lambda r: (r['notebook'], r['status'], r['finished'])) as log:
+    with OutputLock(run_dir), JsonlLog(run_dir / 'status.jsonl', key=lambda r: (r['notebook'], r['status'], r['finished'])) as log:
         done_ok = {r['notebook'] for r in log.records if r['status'] == 'ok'}
         bar = progress(todo, desc='papers_repro', unit='nb')
         for nb in bar:
@@ -129,8 +138,8 @@ def _kv(s:str):
 
 def cli(argv:list[str]) -> int:
     "`numcook repro`: run the papers_repro notebooks."
-    p = argparse.ArgumentParser(prog='numcook repro', description='Run the papers_repro notebooks with papermill '
-                                '(executed copies go to RUNS/<time>/, figures to figures/, index to figures/INDEX.md).')
+    p = ArgParser(prog='numcook repro', description='Run the papers_repro notebooks with papermill '
+                  '(executed copies go to RUNS/<time>/, figures to figures/, index to figures/INDEX.md).')
     p.add_argument('--runs', default='runs', help='folder for run folders (default: runs)')
     p.add_argument('--only', nargs='+', metavar='NAME', help='notebook names (stems) to run; default all')
     p.add_argument('--resume', metavar='RUN_DIR', help='resume a crashed run, skipping notebooks already done')

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
 from .utils import NumcookError, did_you_mean, rng
+from .metrics import extract_answer
 
 # %% auto #0
 __all__ = ['RULES', 'RFCOT_TASKS', 'QUESTIONS', 'TRACERS', 'ENTRY', 'rule_code', 'oracle', 'RFCoTExample', 'make_example',
@@ -222,7 +223,6 @@ def run_rule(task:str, a:str, b:str, unit:int=3) -> str:
 
 def verify(ex:RFCoTExample, unit:int=3) -> bool:
     "True when the rule's own execution, the traced answer, the final line and the exact oracle all agree."
-    from numcook.evaluate import extract_answer
     ran = run_rule(ex.task, ex.a, ex.b, unit)
     return ran == ex.answer == extract_answer(ex.response) == oracle(ex.task, ex.a, ex.b)
 

@@ -11,7 +11,7 @@ from .utils import NumcookError, did_you_mean, rng
 
 # %% auto #0
 __all__ = ['TOKENIZER_KINDS', 'SPECIAL_TOKENS', 'CHAT_TEMPLATE', 'bytes_to_unicode', 'number_vocab', 'number_tokenizer',
-           'number_kind', 'random_segments', 'split_digits', 'encode']
+           'number_kind', 'random_segments', 'split_digits', 'encode', 'load_tokenizer']
 
 # %% ../nbs/10_tokenizers.ipynb #88b8e005
 TOKENIZER_KINDS = ('one_digit', 'aligned', 'greedy', 'random')  # the number tokenizers of §3.1 / A.4.2
@@ -112,4 +112,15 @@ def encode(tok, text:str, seed:int|None=None, add_bos:bool=False) -> list[int]:
             ids += tok.convert_tokens_to_ids(random_segments(m.group(), k, r))
             last = m.end()
         if last < len(text): ids += tok(text[last:], add_special_tokens=False)['input_ids']
-    return ([tok.bos_token_id] if add_bos else []) + ids
+    return ([tok.bos_token_id] if add_bos and tok.bos_token_id is not None else []) + ids   # (a tokenizer may have no BOS)
+
+# %% ../nbs/10_tokenizers.ipynb #4ec9bf0a
+def load_tokenizer(path:str):
+    "The tokenizer of model folder or hub id `path`; a missing, corrupt or empty one is a one-line error."
+    from transformers import AutoTokenizer
+    try: tok = AutoTokenizer.from_pretrained(str(path))
+    except Exception as e:       # OSError, ValueError, or the tokenizers library's own errors for a damaged file
+        raise NumcookError(f"cannot load model {str(path)!r} (its tokenizer): {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
+    if not tok('0 1 a', add_special_tokens=False)['input_ids']:
+        raise NumcookError(f"cannot load model {str(path)!r} (its tokenizer): it encodes nothing; are its tokenizer files missing?")
+    return tok

@@ -4,24 +4,25 @@
 
 # %% ../nbs/13_train.ipynb #642b89be
 from __future__ import annotations
-import argparse, contextlib, csv, dataclasses, functools, json, math, shutil, time
+import argparse, contextlib, csv, dataclasses, functools, hashlib, json, math, shutil, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 import torch
 from .utils import NumcookError, did_you_mean, derive_seed, rng, progress, save_config, load_config, JsonlLog, read_jsonl, parse_range
 from .tokenizers import number_tokenizer, encode, TOKENIZER_KINDS
-from .models import make_model, load_model, MODEL_SIZES, POSITIONAL_ENCODINGS
+from .models import make_model, load_model_and_tokenizer, MODEL_SIZES, POSITIONAL_ENCODINGS
 from .formats import NumberFormat, REVERSE_MODES
+from .nupa import check_prompt_style, generate, make_prompt
+from .runtime import pick_device, torch_threads
+from .utils import ArgParser, OutputGuard, atomic_file, check_output_path, float_arg, int_arg, read_records
 
 # %% auto #0
-__all__ = ['PROMPT_STYLES', 'OPERATORS', 'TrainConfig', 'compact_prompt', 'nupa_pairs', 'encode_pair', 'collate', 'batch_indices',
-           'lr_lambda', 'torch_threads', 'pick_device', 'latest_checkpoint', 'save_checkpoint', 'fit',
-           'write_metrics_csv', 'TrainResult', 'train', 'load_trained', 'config_parser', 'cli']
+__all__ = ['FIELD_CHECKS', 'TrainConfig', 'nupa_pairs', 'encode_pair', 'collate', 'batch_indices', 'lr_lambda',
+           'latest_checkpoint', 'save_model', 'save_checkpoint', 'examples_digest', 'fit', 'write_metrics_csv',
+           'TrainResult', 'train', 'load_trained', 'config_parser', 'check_config', 'cli']
 
 # %% ../nbs/13_train.ipynb #8ecae0db
-PROMPT_STYLES = ('compact', 'nupa')  # 'compact': "12+34="; 'nupa': the task prompt of NUPA (A.2)
-
 @dataclass
 class TrainConfig:
     "Everything that determines a training run."
@@ -29,7 +30,7 @@ class TrainConfig:
     tasks: str = 'add_integer' # NUPA task names, comma separated
     train_lengths: str = '1-3' # digit lengths to train on, like '1-8'
     n_per_length: int = 2000 # training samples per task and length (the paper: 1e7)
-    prompt_style: str = 'compact' # one of PROMPT_STYLES
+    prompt_style: str = 'compact' # a text style of numcook.nupa.PROMPT_STYLES ('compact': '12+34=', 'nupa': the task prompt)
     data_seed: int = 0 # seed of the generated data
     # how numbers are written
     tokenizer: str = 'one_digit' # one of TOKENIZER_KINDS
@@ -60,7 +61,7 @@ class TrainConfig:
     def __post_init__(self):
         if self.tokenizer not in TOKENIZER_KINDS: raise did_you_mean(self.tokenizer, TOKENIZER_KINDS, 'tokenizer')
         if self.pe not in POSITIONAL_ENCODINGS: raise did_you_mean(self.pe, POSITIONAL_ENCODINGS, 'positional encoding')
-        if self.prompt_style not in PROMPT_STYLES: raise did_you_mean(self.prompt_style, PROMPT_STYLES, 'prompt style')
+        check_prompt_style(self.prompt_style, text=True)
         if self.model_size not in MODEL_SIZES: raise did_you_mean(self.model_size, MODEL_SIZES, 'model size')
         self.number_format  # validates the format fields
 
@@ -69,21 +70,11 @@ class TrainConfig:
         return NumberFormat(self.reverse, self.pad, self.pad_dec, self.index_hints)
 
 # %% ../nbs/13_train.ipynb #639183f6
-OPERATORS = {'add': '+', 'sub': '-', 'multiply': '*', 'truediv': '/', 'floordiv': '//', 'mod': '%'}
-
-def compact_prompt(rec:dict) -> str:
-    "A short prompt for a NUPA record: '12+34=' for arithmetic, 'max 12 34=' for the other kinds."
-    kind = rec.get('kind') or rec['task'].split('_')[0]
-    a, b = rec['a'], rec.get('b')
-    if kind in OPERATORS and b is not None: return f"{a}{OPERATORS[kind]}{b}="
-    return f"{kind} {a}{'' if b is None else ' ' + str(b)}="
-
 def nupa_pairs(tasks:str|Sequence[str], lengths, n:int, seed:int=0, prompt_style:str='compact') -> list[tuple[str, str]]:
     "(prompt, answer) pairs of NUPA tasks at the given lengths."
-    from numcook.nupa import generate
+    check_prompt_style(prompt_style, text=True)
     recs = generate(tasks, parse_range(lengths, 'lengths', 1), n, seed)
-    if prompt_style not in PROMPT_STYLES: raise did_you_mean(prompt_style, PROMPT_STYLES, 'prompt style')
-    return [(compact_prompt(r) if prompt_style == 'compact' else r['question'], r['answer']) for r in recs]
+    return [(make_prompt(r, prompt_style), r['answer']) for r in recs]
 
 def encode_pair(tok, prompt:str, answer:str, fmt:NumberFormat|None=None, seed:int|None=None) -> tuple[list[int], int]:
     "Token ids `<s> prompt answer </s>` and the number of ids before the answer."
@@ -126,20 +117,6 @@ def lr_lambda(step:int, warmup:int, total:int, min_ratio:float=0.0) -> float:
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
 # %% ../nbs/13_train.ipynb #1078ab45
-@contextlib.contextmanager
-def torch_threads(n:int, device=None):
-    "Use `n` torch threads inside the block when running on CPU (`n` = 0 or a GPU device: unchanged)."
-    if not n or (device is not None and torch.device(device).type != 'cpu'): yield; return
-    old = torch.get_num_threads(); torch.set_num_threads(n)
-    try: yield
-    finally: torch.set_num_threads(old)
-
-def pick_device(device:str='auto') -> torch.device:
-    "cuda when asked for or (with 'auto') present, else cpu."
-    if device == 'auto': device = 'cuda' if torch.cuda.is_available() else 'cpu'
-    if device == 'cuda' and not torch.cuda.is_available(): raise NumcookError("device 'cuda' asked for but no GPU is available")
-    return torch.device(device)
-
 def _param_groups(model, weight_decay:float):
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim >= 2]
     rest = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim < 2]
@@ -151,25 +128,57 @@ def latest_checkpoint(out_dir:str|Path) -> Path|None:
     cks = [c for c in cks if (c / 'trainer_state.pt').exists()]
     return cks[-1] if cks else None
 
-def save_checkpoint(path:Path, model, tok, cfg, opt, sched, step:int):
-    "Write model, tokenizer, config and trainer state to `path` (atomically: written aside, then renamed)."
+def _replace_folder(path:Path, write:Callable[[Path], None]):
+    "Fill a folder beside `path` with `write(folder)`, then rename it to `path`: a reader finds the old folder or the new one, whole."
     tmp = path.with_name(path.name + '.tmp')
     shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    model.save_pretrained(tmp)
-    if tok is not None: tok.save_pretrained(tmp)
-    save_config(cfg, tmp / 'train_config.json')
-    torch.save({'step': step, 'optimizer': opt.state_dict(), 'scheduler': sched.state_dict()}, tmp / 'trainer_state.pt')
+    write(tmp)
     shutil.rmtree(path, ignore_errors=True); tmp.rename(path)
 
+def save_model(path:Path, model, tok, cfg, config_name:str='train_config.json'):
+    "Write model, tokenizer and config to folder `path` (atomically: written aside, then renamed)."
+    def write(d):
+        model.save_pretrained(d)
+        if tok is not None: tok.save_pretrained(d)
+        save_config(cfg, d / config_name)
+    _replace_folder(path, write)
+
+def save_checkpoint(path:Path, model, tok, cfg, opt, sched, step:int):
+    "Write model, tokenizer, config and trainer state to `path` (atomically: written aside, then renamed)."
+    def write(d):
+        model.save_pretrained(d)
+        if tok is not None: tok.save_pretrained(d)
+        save_config(cfg, d / 'train_config.json')
+        torch.save({'step': step, 'optimizer': opt.state_dict(), 'scheduler': sched.state_dict()}, d / 'trainer_state.pt')
+    _replace_folder(path, write)
+
+_RUN_FREE = ('out_dir', 'save_every', 'log_every', 'cpu_threads', 'device')  # settings a resumed run may change: not what it learns
+
+def examples_digest(examples:Sequence[tuple[list[int], int]]) -> str:
+    "A short SHA-256 of tokenized examples (a resumed run must train on the same data)."
+    h = hashlib.sha256()
+    for ids, n in examples: h.update(f"{n}:{','.join(map(str, ids))};".encode())
+    return h.hexdigest()[:16]
+
 def fit(model, tok, examples:Sequence[tuple[list[int], int]], cfg:TrainConfig, callback:Callable|None=None,
-        stop_after:int|None=None) -> list[dict]:
+        stop_after:int|None=None, finish:Callable|None=None) -> list[dict]:
     "Run `cfg`'s optimisation on tokenized `examples`, checkpointing to and resuming from `cfg.out_dir`; the logged metrics."
     if not examples: raise NumcookError("no training examples")
     device = pick_device(cfg.device)
-    with torch_threads(getattr(cfg, 'cpu_threads', 0), device):
-        return _fit(model, tok, examples, cfg, callback, stop_after, device)
+    total = cfg.steps or math.ceil(len(examples) / cfg.batch_size)
+    guard = contextlib.nullcontext()
+    if cfg.out_dir:  # one writer per run folder, resumed only with the same settings, data and kind of device
+        same = [f.name for f in dataclasses.fields(cfg) if f.name not in _RUN_FREE] + ['data_sha256', 'device_type']
+        guard = OutputGuard(cfg.out_dir, cfg, same=same, folder=True, config='train_config.json',
+                            data_sha256=examples_digest(examples), device_type=device.type)
+    with guard as g, torch_threads(getattr(cfg, 'cpu_threads', 0), device):
+        history = _fit(model, tok, examples, cfg, callback, stop_after, device, done_before=g is not None and g.complete_before)
+        if stop_after is None or stop_after >= total:          # the run reached its end (`finish` saves the final model)
+            if finish is not None: finish(model)
+            if g is not None: g.done()
+    return history
 
-def _fit(model, tok, examples, cfg, callback, stop_after, device) -> list[dict]:
+def _fit(model, tok, examples, cfg, callback, stop_after, device, done_before=False) -> list[dict]:
     model.to(device).train()
     total = cfg.steps or math.ceil(len(examples) / cfg.batch_size)
     opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999))
@@ -186,10 +195,9 @@ def _fit(model, tok, examples, cfg, callback, stop_after, device) -> list[dict]:
         else: model.load_state_dict(sd, strict=False)
         state = torch.load(ck / 'trainer_state.pt', map_location=device, weights_only=False)
         opt.load_state_dict(state['optimizer']); sched.load_state_dict(state['scheduler']); start = state['step']
-    if out: save_config(cfg, out / 'train_config.json')
     autocast = torch.autocast('cuda', dtype=torch.bfloat16) if device.type == 'cuda' else torch.autocast('cpu', enabled=False)
     history, t0, tokens = [], time.time(), 0
-    end = total if stop_after is None else min(total, stop_after)
+    end = start if done_before else total if stop_after is None else min(total, stop_after)   # a finished run takes no step
     bar = progress(range(start, end), desc='train', unit='step', initial=start, total=total)
     for step in bar:
         batch = collate([examples[i] for i in batch_indices(len(examples), cfg.batch_size, step, cfg.seed)], tok.pad_token_id)
@@ -223,7 +231,7 @@ def write_metrics_csv(jsonl:str|Path, path:str|Path) -> Path:
     "The metrics of a run as CSV (columns: every key that occurs, in order of first appearance)."
     recs = read_jsonl(jsonl)
     cols = list(dict.fromkeys(k for r in recs for k in r))
-    with open(path, 'w', newline='') as f:
+    with atomic_file(path, newline='') as f:
         w = csv.DictWriter(f, fieldnames=cols); w.writeheader(); w.writerows(recs)
     return Path(path)
 
@@ -247,51 +255,64 @@ def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None
     rand = (getattr(tok, 'init_kwargs', {}) or {}).get('numcook_kind') == 'random'
     examples = [encode_pair(tok, p, a, fmt, derive_seed(cfg.seed, 'tokens', i) if rand else None) for i, (p, a) in enumerate(pairs)]
     if model is None: model = make_model(cfg.model_size, cfg.pe, tokenizer=tok, seed=cfg.seed)
-    history = fit(model, tok, examples, cfg, callback=callback, stop_after=stop_after)
     out = Path(cfg.out_dir) if cfg.out_dir else None
-    if out and (stop_after is None or stop_after >= (cfg.steps or math.ceil(len(examples) / cfg.batch_size))):
-        model.save_pretrained(out / 'final'); tok.save_pretrained(out / 'final'); save_config(cfg, out / 'final' / 'train_config.json')
+    finish = (lambda m: save_model(out / 'final', m, tok, cfg)) if out else None
+    history = fit(model, tok, examples, cfg, callback=callback, stop_after=stop_after, finish=finish)
     return TrainResult(model, tok, fmt, history, out)
 
 def load_trained(path:str|Path, device:str|None=None):
     "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint."
-    from transformers import AutoTokenizer
     path = Path(path)
     if (path / 'final').is_dir(): path = path / 'final'
     elif not (path / 'config.json').exists() and (ck := latest_checkpoint(path)): path = ck
     cfg = load_config(TrainConfig, path / 'train_config.json') if (path / 'train_config.json').exists() else None
-    return load_model(str(path), device=device), AutoTokenizer.from_pretrained(str(path)), cfg
+    return (*load_model_and_tokenizer(str(path), device=device), cfg)
 
 # %% ../nbs/13_train.ipynb #272d47d1
-def config_parser(cls, p:argparse.ArgumentParser, skip:Sequence[str]=()) -> argparse.ArgumentParser:
-    "Add one `--flag` per field of dataclass `cls` (defaults and types from the class)."
+FIELD_CHECKS = {  # range checks of the numeric config fields, shared by `numcook train` and `numcook finetune` (flags and --config files)
+    'steps': int_arg(0), 'batch_size': int_arg(1), 'lr': float_arg(0, lo_open=True), 'weight_decay': float_arg(0),
+    'warmup_steps': int_arg(0), 'min_lr_ratio': float_arg(0, 1), 'grad_clip': float_arg(0), 'seed': int_arg(0),
+    'data_seed': int_arg(0), 'save_every': int_arg(0), 'log_every': int_arg(1), 'n_per_length': int_arg(1), 'k': int_arg(1),
+    'pad': int_arg(0), 'pad_dec': int_arg(0), 'cpu_threads': int_arg(0), 'rank': int_arg(1), 'alpha': float_arg(0, lo_open=True),
+    'lora_dropout': float_arg(0, 0.99)}
+
+def config_parser(cls, p:argparse.ArgumentParser, skip:Sequence[str]=(), given_only:bool=False) -> argparse.ArgumentParser:
+    "Add one `--flag` per field of dataclass `cls` (defaults, types and range checks from the class); `given_only`: flags not given stay out of the result."
     for f in dataclasses.fields(cls):
         if f.name in skip: continue
         flag = '--' + f.name.replace('_', '-')
-        typ = {'int': int, 'float': float, 'str': str, 'bool': bool}.get(str(f.type), str)
-        if typ is bool: p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default)
-        else: p.add_argument(flag, dest=f.name, type=typ, default=f.default, help=f'(default: {f.default})')
+        typ = FIELD_CHECKS.get(f.name) or {'int': int, 'float': float, 'str': str, 'bool': bool}.get(str(f.type), str)
+        default = argparse.SUPPRESS if given_only else f.default
+        if typ is bool: p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=default)
+        else: p.add_argument(flag, dest=f.name, type=typ, default=default, help=f'(default: {f.default})')
     return p
+
+def check_config(cfg):
+    "Apply `FIELD_CHECKS` to the fields of `cfg` (a config read from a file is checked like flags are)."
+    for name, check in FIELD_CHECKS.items():
+        if not hasattr(cfg, name): continue
+        try: check(str(getattr(cfg, name)))
+        except argparse.ArgumentTypeError as e: raise NumcookError(f"{name.replace('_', '-')}: {e}") from None
+    return cfg
 
 def cli(argv:list[str]) -> int:
     "`numcook train`: train a model from scratch on NUPA tasks or on (prompt, answer) pairs."
-    p = argparse.ArgumentParser(prog='numcook train', description='Train a Llama-architecture number model from scratch '
-                                '(config fields as flags; the run folder gets checkpoints, metrics and train_config.json).')
+    p = ArgParser(prog='numcook train', description='Train a Llama-architecture number model from scratch '
+                  '(config fields as flags; the run folder gets checkpoints, metrics and train_config.json).')
     p.add_argument('--pairs', metavar='JSONL', help='train on the prompt/answer fields of this JSON Lines file instead of NUPA tasks')
-    p.add_argument('--config', metavar='JSON', help='start from a saved train_config.json (flags override it)')
-    config_parser(TrainConfig, p)
+    p.add_argument('--config', metavar='JSON', help='start from a saved train_config.json (flags given override it)')
+    config_parser(TrainConfig, p, given_only=True)
     a = p.parse_args(argv)
     base = load_config(TrainConfig, a.config) if a.config else TrainConfig()
-    given = {f.name: getattr(a, f.name) for f in dataclasses.fields(TrainConfig) if getattr(a, f.name) != f.default}
-    cfg = dataclasses.replace(base, **given)
+    given = {f.name: getattr(a, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(a, f.name)}
+    cfg = check_config(dataclasses.replace(base, **given))
     if not cfg.out_dir: raise NumcookError("give --out-dir for the run folder (checkpoints and metrics go there)")
+    pick_device(cfg.device); check_output_path(cfg.out_dir, folder=True)
     pairs = None
     if a.pairs:
-        recs = read_jsonl(a.pairs)
-        if not recs or any('prompt' not in r or 'answer' not in r for r in recs):
-            raise NumcookError(f"{a.pairs}: every line needs 'prompt' and 'answer' fields")
-        pairs = [(r['prompt'], r['answer']) for r in recs]
+        pairs = [(r['prompt'], r['answer']) for r in read_records(a.pairs, 'pairs', {'prompt': (str, int), 'answer': (str, int)}, key=None)]
     res = train(cfg, pairs)
-    print(f"trained {cfg.model_size}/{cfg.pe} for {res.history[-1]['step'] if res.history else 0} steps; "
-          f"final loss {res.history[-1]['loss'] if res.history else float('nan')}; model in {res.out_dir / 'final'}")
+    steps = res.history[-1]['step'] if res.history else None
+    if steps is None: print(f"{res.out_dir} holds a finished run: nothing to train; model in {res.out_dir / 'final'}")
+    else: print(f"trained {cfg.model_size}/{cfg.pe} to step {steps}; final loss {res.history[-1]['loss']}; model in {res.out_dir / 'final'}")
     return 0

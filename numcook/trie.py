@@ -54,13 +54,17 @@ def build_trie(seqs:list[list[int]]) -> Trie:
     return Trie(tokens, parent, depth, end, [[pre[n] for n in p] for p in ins_paths])
 
 # %% ../nbs/21_trie.ipynb #2f793df1
-def tree_mask(end:torch.Tensor|list[int], P:int=0) -> torch.Tensor:
-    "Boolean [N, P+N] mask: every node sees the P prefix positions and its ancestors-or-self."
+def tree_mask(end:torch.Tensor|list[int], # one past each node's subtree: [N], or [B, N] for a batch of tries
+              P:int=0, # prompt-prefix positions every node sees
+              dtype:torch.dtype|None=None, # None: boolean; a float dtype: additive (0 visible, most negative hidden)
+             ) -> torch.Tensor:
+    "[N, P+N] (or [B, N, P+N]) mask: every node sees the P prefix positions and its ancestors-or-self."
     end = torch.as_tensor(end, dtype=torch.long)
-    N = end.shape[-1]
-    i = torch.arange(N, device=end.device)
-    tree = (i[None, :] <= i[:, None]) & (i[:, None] < end[None, :])
-    return torch.cat([torch.ones(N, P, dtype=torch.bool, device=end.device), tree], dim=1)
+    i = torch.arange(end.shape[-1], device=end.device)
+    tree = (i <= i[:, None]) & (i[:, None] < end[..., None, :])
+    mask = torch.cat([tree.new_ones(*tree.shape[:-1], P), tree], dim=-1)
+    if dtype is None: return mask
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
 
 # %% ../nbs/21_trie.ipynb #7588db25
 def verified_nodes(trie:Trie, verify_from:list[int]) -> list[int]:

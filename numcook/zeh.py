@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import torch
 from .utils import (NumcookError, Registry, JsonlLog, did_you_mean, read_jsonl, save_config, load_config, check_resume,
-                           progress, to_jsonable)
+                           progress, to_jsonable, ArgParser, OutputGuard, atomic_write, check_output_path, confirm_large, int_arg, read_records)
 from .families import Family, Instance, Prompt, get_family, render, FAMILIES
 from .trie import Trie, build_trie, tree_mask, verified_nodes
+from .models import load_model_and_tokenizer
+from .runtime import left_pad, stop_ids
 
 # %% auto #0
-__all__ = ['CHAT_TEMPLATE', 'DENSE_MASK_IMPLEMENTATIONS', 'STRATEGIES', 'toy_chat_tokenizer', 'toy_model', 'Item', 'Verifier',
-           'greedy_decode', 'judge', 'PrefixCache', 'tf_argmax', 'trie_logits', 'trie_argmax', 'Strategy',
+__all__ = ['CHAT_TEMPLATE', 'DENSE_MASK_IMPLEMENTATIONS', 'STRATEGIES', 'RUN_LIMIT', 'toy_chat_tokenizer', 'toy_model', 'Item',
+           'Verifier', 'greedy_decode', 'judge', 'PrefixCache', 'tf_argmax', 'trie_logits', 'trie_argmax', 'Strategy',
            'get_strategy', 'verify_batch', 'ZehConfig', 'size_instances', 'zero_error_horizon', 'summarize',
-           'size_instances_count', 'load_model', 'cli']
+           'size_instances_count', 'run_estimate', 'cli']
 
 # %% ../nbs/22_zeh.ipynb #9b7ed563
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -68,10 +70,7 @@ class Verifier:
         if slack_tokens < 1: raise NumcookError(f"slack_tokens must be at least 1, got {slack_tokens}")
         self.model, self.tok, self.family, self.prompt, self.slack = model, tokenizer, family, prompt, slack_tokens
         self.chat = bool(getattr(tokenizer, 'chat_template', None))
-        stop = {tokenizer.eos_token_id}
-        gen = getattr(getattr(model, 'generation_config', None), 'eos_token_id', None)
-        stop |= set(gen) if isinstance(gen, (list, tuple)) else {gen}
-        self.stop_ids = sorted(s for s in stop if s is not None)
+        self.stop_ids = stop_ids(model, tokenizer)
         if not self.stop_ids: raise NumcookError("the tokenizer has no EOS token, so greedy decoding cannot end an answer")
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         p = next(model.parameters()); self.device = p.device
@@ -114,11 +113,8 @@ class Verifier:
 @torch.no_grad()
 def greedy_decode(v:Verifier, items:list[Item]) -> list[tuple[list[int], bool]]:
     "Greedy continuation of each item's prompt: (new token ids without the stop token, whether it stopped)."
-    B, L = len(items), max(len(it.prompt_ids) for it in items)
-    ids = torch.full((B, L), v.pad_id, dtype=torch.long)
-    att = torch.zeros((B, L), dtype=torch.long)
-    for r, it in enumerate(items):
-        ids[r, L - len(it.prompt_ids):] = torch.tensor(it.prompt_ids); att[r, L - len(it.prompt_ids):] = 1
+    B = len(items)
+    ids, att = left_pad([it.prompt_ids for it in items], v.pad_id)
     ids, att = ids.to(v.device), att.to(v.device)
     pos = (att.cumsum(-1) - 1).clamp(min=0)
     kw = dict(attention_mask=att, position_ids=pos) if B > 1 else {}
@@ -227,11 +223,8 @@ def trie_logits(v:Verifier, items:list[Item], extra:Callable|None=None) -> tuple
     if P: kw['past_key_values'] = v.prefix.cache
     impl = getattr(v.model.config, '_attn_implementation', 'sdpa')
     if impl in DENSE_MASK_IMPLEMENTATIONS:
-        m = tree_mask(end[0], P)[None, None]
-        if impl == 'eager':
-            dt = next(v.model.parameters()).dtype
-            m = torch.zeros(m.shape, dtype=dt, device=dev).masked_fill(~m, torch.finfo(dt).min)
-        kw['attention_mask'] = m
+        dt = None if impl == 'sdpa' else next(v.model.parameters()).dtype  # eager adds the mask to the scores
+        kw['attention_mask'] = tree_mask(end[0], P, dt)[None, None]
     if extra is not None: kw.update(extra(end))
     try: logits = v.model(**kw).logits[0]
     finally: v.prefix.crop()
@@ -355,6 +348,8 @@ def _batches(stream:Iterable[Item], size:int, lookahead:bool) -> Iterator[list[I
     if buf: yield buf
 
 # %% ../nbs/22_zeh.ipynb #2374284b
+_RESUME_SAME = ('model', 'family', 'prompt', 'sample', 'seed', 'slack_tokens', 'min_size', 'dtype', 'device')  # what records depend on
+
 def zero_error_horizon(model, tokenizer, cfg:ZehConfig, out_dir:str|Path|None=None, model_id:str|None=None,
                        family:Family|None=None) -> dict:
     "Verify instances size by size with `cfg.strategy` and return the ZEH summary; resumable through `out_dir`."
@@ -363,11 +358,17 @@ def zero_error_horizon(model, tokenizer, cfg:ZehConfig, out_dir:str|Path|None=No
     prompt, model_id = fam.prompt(cfg.prompt), model_id or cfg.model
     strat.prepare(model)
     v = Verifier(model, tokenizer, fam, prompt, cfg.slack_tokens)
-    if out_dir is not None:
-        out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-        _check_resume(cfg, out_dir); save_config(cfg, out_dir / 'config.json')
-        log = JsonlLog(out_dir / 'results.jsonl', key='id')
-    else: log = None
+    # the config records what the records were made with: the model's dtype and device as loaded, not 'auto'
+    cfg = dataclasses.replace(cfg, dtype=str(next(model.parameters()).dtype).replace('torch.', ''), device=v.device.type)
+    if out_dir is None: return _verify(v, strat, fam, cfg, model_id, None)
+    with OutputGuard(out_dir, cfg, same=_RESUME_SAME, folder=True) as guard:   # one writer; resumes only the same settings
+        summ = _verify(v, strat, fam, cfg, model_id, Path(out_dir))
+        guard.done(evaluated=summ['evaluated'])
+    return summ
+
+def _verify(v:Verifier, strat:Strategy, fam:Family, cfg:ZehConfig, model_id:str, out_dir:Path|None) -> dict:
+    "The body of `zero_error_horizon`: verify, log each record to `out_dir` (if given), summarize."
+    log = JsonlLog(out_dir / 'results.jsonl', key='id') if out_dir is not None else None
     records = list(log.records) if log is not None else []
     done = {r['id'] for r in records}
     failing = [r['size'] for r in records if not r['correct']]
@@ -393,8 +394,7 @@ def zero_error_horizon(model, tokenizer, cfg:ZehConfig, out_dir:str|Path|None=No
         bar.close()
         if log is not None: log.close()
     seconds = time.perf_counter() - t0
-    timing = dict(strategy=cfg.strategy, seconds=round(seconds, 4), verified=n_new,
-                  device=str(v.device), dtype=str(next(model.parameters()).dtype).replace('torch.', ''))
+    timing = dict(strategy=cfg.strategy, seconds=round(seconds, 4), verified=n_new, device=str(v.device), dtype=cfg.dtype)
     summ = summarize(records, cfg, [timing], family=fam)
     if summ['limiter'] is not None and summ['limiter']['answer'] is None:  # TF knew it was wrong; show the full answer
         n, idx = summ['limiter']['size'], summ['limiter']['index']
@@ -404,13 +404,8 @@ def zero_error_horizon(model, tokenizer, cfg:ZehConfig, out_dir:str|Path|None=No
         with open(out_dir / 'timings.jsonl', 'a') as f: f.write(json.dumps(timing) + '\n')
         summ = summarize(read_jsonl(out_dir / 'results.jsonl'), cfg, read_jsonl(out_dir / 'timings.jsonl'),
                          limiter_answer=summ['limiter'] and summ['limiter']['answer'], family=fam)
-        (out_dir / 'summary.json').write_text(json.dumps(summ, indent=2) + '\n')
+        atomic_write(out_dir / 'summary.json', json.dumps(summ, indent=2) + '\n')
     return summ
-
-def _check_resume(cfg:ZehConfig, out_dir:Path):
-    "Refuse to resume a run in `out_dir` that was made with other settings (one-line error)."
-    same = ('model', 'family', 'prompt', 'sample', 'seed', 'slack_tokens', 'min_size')
-    check_resume(out_dir, out_dir / 'config.json', {k: getattr(cfg, k) for k in same})
 
 # %% ../nbs/22_zeh.ipynb #d0f64065
 def summarize(records:list[dict], cfg:ZehConfig, timings:list[dict]=(), limiter_answer:str|None=None,
@@ -444,16 +439,9 @@ def size_instances_count(fam:Family, n:int, cfg:ZehConfig) -> range:
     if c is None: return range(len(size_instances(fam, n, cfg)))  # generator-drawn families may yield fewer
     return range(min(c, cfg.sample) if cfg.sample else c)
 
-# %% ../nbs/22_zeh.ipynb #18bb3f80
-from .models import DTYPES, load_model_and_tokenizer
-
-def load_model(name:str, device:str='auto', dtype:str='float32', attn_implementation:str='sdpa'):
-    "A causal LM and its tokenizer from a local path or hub id, in eval mode on `device`."
-    return load_model_and_tokenizer(name, dtype, device, attn_implementation=attn_implementation)
-
 # %% ../nbs/22_zeh.ipynb #42aa1372
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='numcook zeh', description='Zero-Error Horizon: verify a model, summarize results.')
+    p = ArgParser(prog='numcook zeh', description='Zero-Error Horizon: verify a model, summarize results.')
     sub = p.add_subparsers(dest='cmd', metavar='{run,summary,list}')
     r = sub.add_parser('run', help='verify a model and write results to --out')
     d = ZehConfig()
@@ -461,38 +449,66 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument('--family', default=d.family, help="a family (see 'numcook zeh list') or nupa:<task>")
     r.add_argument('--prompt', default=d.prompt, help='prompt name within the family')
     r.add_argument('--strategy', default=d.strategy, help='verification strategy')
-    r.add_argument('--min-size', type=int, default=d.min_size, help='first size verified (default 1)')
-    r.add_argument('--max-size', type=int, default=d.max_size, help='last size verified (default 99)')
-    r.add_argument('--sample', type=int, default=d.sample, help='k>0: sampled horizon with k instances per size')
-    r.add_argument('--seed', type=int, default=d.seed, help='seed of the sampled instances')
+    r.add_argument('--min-size', type=int_arg(1), default=d.min_size, help='first size verified (default 1)')
+    r.add_argument('--max-size', type=int_arg(1), default=d.max_size, help='last size verified (default 99)')
+    r.add_argument('--sample', type=int_arg(0), default=d.sample, help='k>0: sampled horizon with k instances per size')
+    r.add_argument('--seed', type=int_arg(0), default=d.seed, help='seed of the sampled instances')
     r.add_argument('--stop', default=d.stop, choices=['horizon', 'all'],
                    help="'horizon': stop at the first failing size; 'all': verify every size")
-    r.add_argument('--batch-size', type=int, default=d.batch_size, help='instances per batch (and per trie)')
-    r.add_argument('--slack-tokens', type=int, default=d.slack_tokens, help='greedy budget beyond the gold answer length')
-    r.add_argument('--device', default=d.device, help="'auto', 'cpu', 'cuda', ...")
+    r.add_argument('--batch-size', type=int_arg(1), default=d.batch_size, help='instances per batch (and per trie)')
+    r.add_argument('--slack-tokens', type=int_arg(1), default=d.slack_tokens, help='greedy budget beyond the gold answer length')
+    r.add_argument('--device', default=d.device, help="'auto', 'cpu', 'cuda', 'cuda:N'")
     r.add_argument('--dtype', default=d.dtype, help='float32, bfloat16 or float16')
-    r.add_argument('--out', required=True, help='results folder (a rerun resumes it)')
+    r.add_argument('--out', required=True, help='results folder (a rerun with the same settings resumes it)')
+    r.add_argument('--yes', action='store_true', help=f'go ahead when the run could verify more than {RUN_LIMIT:,} instances')
     s = sub.add_parser('summary', help='print the summary of a results folder')
     s.add_argument('dir')
     sub.add_parser('list', help='list families, prompts and strategies')
     return p
 
+RUN_LIMIT = 1_000_000   # instances a `zeh run` verifies at most without --yes
+
+def run_estimate(fam:Family, cfg:ZehConfig) -> int:
+    "The most instances a run can verify (all sizes, no early stop); an exhaustive size beyond the family's limit is a one-line error."
+    if not cfg.sample and fam.max_exhaustive is not None and cfg.max_size > fam.max_exhaustive:
+        n = fam.max_exhaustive + 1
+        raise NumcookError(f"{fam.name}: sizes above {fam.max_exhaustive} are too large to enumerate (B_{n} has {fam.count(n):,} "
+                           f"instances); give --max-size {fam.max_exhaustive} or less, or a sampled horizon with --sample k")
+    sizes = range(cfg.min_size, cfg.max_size + 1)
+    if fam.count(cfg.min_size) is None: return len(sizes) * cfg.sample     # drawn by a generator: `sample` per size at most
+    return sum(min(fam.count(n), cfg.sample) if cfg.sample else fam.count(n) for n in sizes)
+
+_RESULT_FIELDS = {'id': str, 'size': int, 'index': int, 'correct': bool, 'gold': str, 'answer': (str, type(None)),
+                  'problem': (str, int, list, dict)}   # what a summary needs of a result record
+
+def _summary(d:Path) -> dict:
+    "The summary of results folder `d`, recomputed from its checked records."
+    if not d.is_dir(): raise NumcookError(f"{d} is not a folder; give a ZEH results folder (written by 'numcook zeh run')")
+    if not (d / 'config.json').exists(): raise NumcookError(f"{d} is not a ZEH results folder (no config.json)")
+    cfg = load_config(ZehConfig, d)
+    records = read_records(d / 'results.jsonl', 'results', _RESULT_FIELDS, config=d / 'config.json', empty_ok=True)
+    timings = read_records(d / 'timings.jsonl', 'timings', {'seconds': float}, key=None, empty_ok=True) if (d / 'timings.jsonl').exists() else []
+    return summarize(records, cfg, timings, limiter_answer=_saved_limiter_answer(d))
+
 def cli(argv:list[str]|None=None) -> int:
     "`numcook zeh run|summary|list`."
     args = _parser().parse_args(argv)
     if args.cmd == 'run':
+        from numcook.runtime import pick_device
         cfg = ZehConfig(model=args.model, family=args.family, prompt=args.prompt, strategy=args.strategy,
                         min_size=args.min_size, max_size=args.max_size, sample=args.sample, seed=args.seed,
                         stop=args.stop, batch_size=args.batch_size, slack_tokens=args.slack_tokens,
                         device=args.device, dtype=args.dtype)
         _check(cfg); fam = get_family(cfg.family); fam.prompt(cfg.prompt); get_strategy(cfg.strategy)
-        model, tok = load_model(cfg.model, cfg.device, cfg.dtype)
+        if fam.count(cfg.min_size) is None and not cfg.sample:
+            raise NumcookError(f"{fam.name}: instances are drawn by a generator; give a sampled horizon with --sample k")
+        pick_device(cfg.device); check_output_path(args.out, folder=True)
+        n = run_estimate(fam, cfg)
+        confirm_large(n, RUN_LIMIT, f"this run could verify up to {n:,} instances (sizes {cfg.min_size}-{cfg.max_size}"
+                      f"{', if no size fails first' if cfg.stop == 'horizon' else ''})", args.yes)
+        model, tok = load_model_and_tokenizer(cfg.model, cfg.dtype, cfg.device, attn_implementation='sdpa')
         summ = zero_error_horizon(model, tok, cfg, args.out)
-    elif args.cmd == 'summary':
-        d = Path(args.dir)
-        if not (d / 'config.json').exists(): raise NumcookError(f"{d} is not a ZEH results folder (no config.json)")
-        summ = summarize(read_jsonl(d / 'results.jsonl'), load_config(ZehConfig, d), read_jsonl(d / 'timings.jsonl'),
-                         limiter_answer=_saved_limiter_answer(d))
+    elif args.cmd == 'summary': summ = _summary(Path(args.dir))
     elif args.cmd == 'list':
         for name in sorted(FAMILIES):
             print(f"family   {name:<16} prompts: {', '.join(FAMILIES[name]().prompts)}")
@@ -506,5 +522,6 @@ def cli(argv:list[str]|None=None) -> int:
 def _saved_limiter_answer(d:Path):
     p = d / 'summary.json'
     if not p.exists(): return None
-    lim = json.loads(p.read_text()).get('limiter')
+    try: lim = json.loads(p.read_text()).get('limiter')
+    except (ValueError, AttributeError): return None            # a damaged summary is recomputed without it
     return lim and lim.get('answer')

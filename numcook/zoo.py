@@ -154,7 +154,7 @@ def member_name(cfg:ZooConfig, k:int) -> str:
 
 def _build_trained(cfg:ZooConfig, pairs, path:Path, log:JsonlLog):
     "Train every member with numcook.train and verify its grid with numcook.zeh, appending results to `log`."
-    from numcook.train import torch_threads, pick_device
+    from numcook.runtime import torch_threads, pick_device
     with torch_threads(cfg.cpu_threads, pick_device(cfg.device)):
         _build_members(cfg, pairs, path, log)
 

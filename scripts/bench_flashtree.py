@@ -128,6 +128,7 @@ def prep_trie(prompt, insts, bs, dev):
 def run_trie(model, prompt, prepped, attn, dev, limit=False):
     "One tree pass per batch after the shared prompt cache: SDPA with the dense tree mask, or the FlashTree backend."
     from numcook import flashtree as ft
+    from numcook.trie import tree_mask
     model.set_attn_implementation("sdpa" if limit else attn)
     pc = prompt_cache(model, prompt, dev)
     P, preds = len(prompt), []
@@ -136,7 +137,7 @@ def run_trie(model, prompt, prepped, attn, dev, limit=False):
             out = model(input_ids=bt["ids"], logits_to_keep=torch.arange(len(bt["at"]), device=dev))
             preds.append(out.logits[0].argmax(-1)); continue
         kw = dict(input_ids=bt["ids"], position_ids=bt["pos"], past_key_values=pc, use_cache=True, logits_to_keep=bt["at"])
-        if attn == "sdpa": kw["attention_mask"] = ft.tree_mask(bt["end"], P)[:, None]  # the dense (N x P+N) mask
+        if attn == "sdpa": kw["attention_mask"] = tree_mask(bt["end"], P)[:, None]  # the dense (N x P+N) mask
         else: kw.update(tree_end=bt["end"], tree_parent=ft.tree_parent(bt["end"]))
         preds.append(model(**kw).logits[0].argmax(-1))
         pc.crop(P - pc.get_seq_length())  # back to the prompt

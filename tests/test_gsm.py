@@ -121,7 +121,7 @@ def test_cli_generate_resume_and_errors(tmp_path, capsys):
                       (['generate', '--subset', 'hard', '--mode', 'backward', '--out', str(f)], 'reverse'),
                       (['generate', '--subset', 'hard', '--template', 'zoo', '--out', str(f)], 'children-animal-zoo'),
                       (['generate', '--subset', 'symbolic', '--mode', 'reverse', '--out', str(f)], 'forward'),
-                      (['score', '--problems', str(tmp_path / 'none.jsonl'), '--replies', str(f)], 'does not exist')]:
+                      (['score', '--problems', str(tmp_path / 'none.jsonl'), '--replies', str(f)], 'no problems file')]:
         with pytest.raises(NumcookError, match=msg): cli(argv)
     r2 = subprocess.run([sys.executable, '-c', "from numcook.cli import main; import sys; sys.exit(main(['gsm','generate','--subset','hrad','--out','x']))"],
                         capture_output=True, text=True)
@@ -194,7 +194,9 @@ def test_workers_do_not_change_the_output(tmp_path):
         outs.append(f.read_bytes())
     assert outs[0] == outs[1] and outs[0].count(b'\n') == 60
     f = tmp_path / 'part.jsonl'
-    f.write_bytes(b''.join(outs[0].splitlines(keepends=True)[:25]))          # an interrupted run
+    f.write_bytes(b''.join(outs[0].splitlines(keepends=True)[:25]))          # an interrupted run, with its config
+    f.with_suffix('.config.json').write_text(json.dumps({**json.loads((tmp_path / 'w2.config.json').read_text()), '_complete': False,
+                                                        '_output': 'part.jsonl'}))
     assert cli(['generate', '--subset', 'medium', '--ops', '2-4', '--per-op', '20', '--context', '500',
                 '--workers', '2', '--out', str(f)]) == 0
     assert f.read_bytes() == outs[0]

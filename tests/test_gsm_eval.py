@@ -35,8 +35,10 @@ def test_evaluate_model_batched_and_resumable(tmp_path, tiny_lm):
     def counting(**kw):
         calls.append(kw['input_ids'].shape[0]); return orig(**kw)
     model.generate = counting
+    side, pad = tok.padding_side, tok.pad_token
     first = evaluate_model(model, tok, probs[:4], out, batch_size=3, max_new_tokens=4)
     assert calls == [3, 1] and len(first) == 4
+    assert (tok.padding_side, tok.pad_token) == (side, pad) and pad is None   # the caller's tokenizer is left as it was
     # a killed writer leaves a torn line: the log repairs it and only missing problems are generated
     data = out.read_bytes(); out.write_bytes(data[:-10])
     calls.clear()

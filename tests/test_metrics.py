@@ -1,14 +1,15 @@
-"NUPA metrics against the paper's worked example and a position-by-position oracle written here."
+"NUPA metrics against the paper's worked example, a position-by-position oracle and an exact place-value oracle written here."
 import json
 import re
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numcook.metrics import (RANGES, digit_limits, digit_match, dlength, exact_match, extract_answer, item_metrics,
-                             performance_preserving_digits, range_of, read_predictions, score, score_file, score_items,
-                             well_learned_digits)
-from numcook.nupa import generate
+from numcook.formats import NumberFormat
+from numcook.metrics import (RANGES, digit_match, dlength, exact_match, extract_answer, item_metrics,
+                             performance_preserving_digits, range_of, well_learned_digits)
+from numcook.nupa import digit_limits, generate, read_predictions, score, score_file, score_items
 from numcook.utils import NumcookError
 
 
@@ -56,6 +57,57 @@ def test_extraction_takes_the_first_regex_match():
     assert extract_answer('1500', 'scientific') == ''
     assert extract_answer('q = 1 + 2 = 3', 'integer', after_equals=True) == '3'
     with pytest.raises(NumcookError): extract_answer('1', 'complex')
+
+
+def test_extraction_reads_a_final_statement_and_undoes_the_format():
+    cot = 'num1 = "28"\ntotal = 28 + 35 + 0 = 63\nreturn "63"\nSo the answer is 63.'
+    assert extract_answer(cot, 'integer') == '63'                 # the first match would be 28
+    assert extract_answer(cot, 'integer', after_equals=True) == '63'
+    assert extract_answer('So the answer is 4.5e2.', 'scientific') == '4.5e2'
+    assert extract_answer('So the answer is 12. Then more text', 'integer') == '12'   # not at the end: first match
+    assert extract_answer(' 17/5 \n') == '17/5' and extract_answer('So the answer is x7.') == 'x7'
+    rev = NumberFormat('int')
+    assert extract_answer('The answer is 4321', 'integer', decode=rev.decode) == '1234'
+    assert extract_answer(rev.encode('So the answer is 1234.'), 'integer', decode=rev.decode) == '1234'
+    assert item_metrics('So the answer is 64.', '46', 'integer', decode=NumberFormat('total').decode)['exact_match'] == 1.0
+
+
+def place_digits(s):
+    "{place: digit} of a plain decimal numeral by exact arithmetic: the digit at 10^k is floor(x / 10^k) mod 10."
+    ip, _, dp = s.partition('.')
+    x = Fraction(ip) + (Fraction(int(dp), 10 ** len(dp)) if dp else 0)
+    return {k: int(x / Fraction(10) ** k) % 10 for k in range(-len(dp), len(ip))}
+
+
+def oracle_place_value(pred, gold):
+    "Digit match and dlength of integer or float texts from place values (units at 0, tenths at -1, ...)."
+    g, p = place_digits(gold), place_digits(pred) if pred else {}
+    dm = sum(p.get(k) == d for k, d in g.items()) / len(g)
+    count = lambda d, dec: sum(1 for k in d if (k < 0) == dec)
+    return dm, sum(abs(count(g, dec) - count(p, dec)) for dec in (False, True))
+
+
+plain = st.one_of(st.text('0123456789', min_size=1, max_size=9),
+                  st.builds(lambda a, b: f'{a}.{b}', st.text('0123456789', min_size=1, max_size=6),
+                            st.text('0123456789', min_size=1, max_size=6)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(gold=plain, pred=st.one_of(plain, st.just('')))
+def test_answers_of_another_shape_are_read_by_place_value(gold, pred):
+    # integers against floats and back: the case where an answer's shape is not the ground truth's
+    dm, dl = oracle_place_value(pred, gold)
+    assert digit_match(pred, gold) == pytest.approx(dm)
+    assert dlength(pred, gold) == dl
+    rep = 'float' if '.' in gold else 'integer'
+    assert (digit_match(pred, gold, rep), dlength(pred, gold, rep)) == (digit_match(pred, gold), dl)
+
+
+def test_parts_pair_by_name_across_representations():
+    assert (digit_match('12.5', '12', 'integer'), dlength('12.5', '12', 'integer')) == (1.0, 1)
+    assert (digit_match('1.5', '1.5e3', 'scientific'), dlength('1.5', '1.5e3', 'scientific')) == (2 / 3, 1)
+    assert (digit_match('3', '3/4', 'fraction'), dlength('3', '3/4', 'fraction')) == (0.0, 3)  # no numerator
+    assert digit_match('x', '') == 0.0 and digit_match('', '') == 1.0
 
 
 numbers = {

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from numcook.repro import run_notebook
-from numcook.metrics import read_eval_results, digit_limits
+from numcook.nupa import read_eval_results, digit_limits
 from numcook.utils import read_jsonl
 
 NB = Path(__file__).resolve().parents[1] / 'papers_repro' / 'cookbook_tab7_10_llms.ipynb'

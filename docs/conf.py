@@ -1,0 +1,57 @@
+# Sphinx configuration of the numcook docs site. `make docs` (scripts/build_docs.py) stages the notebooks into
+# _proc/ and runs `sphinx-build -c docs _proc _docs`; MyST-NB executes each notebook and caches its outputs.
+import configparser
+from pathlib import Path
+
+_ini = configparser.ConfigParser()
+_ini.read(Path(__file__).resolve().parents[1] / "settings.ini")
+_cfg = _ini["DEFAULT"]
+
+project = _cfg["title"]
+author = _cfg["author"]
+copyright = _cfg["copyright"]
+release = _cfg["version"]
+root_doc = "index"
+
+extensions = ["myst_nb", "sphinx_togglebutton"]
+exclude_patterns = [".*", "**/.*", "**.ipynb_checkpoints"]
+
+# Execution: MyST-NB runs each staged notebook once and stores its outputs in jupyter-cache, keyed on the code
+# cells (the staging step adds a hidden cell with a hash of the numcook modules the notebook imports).
+nb_execution_mode = "cache"
+nb_execution_cache_path = ".jupyter_cache"   # relative to the staged source folder
+nb_execution_timeout = 600
+nb_execution_raise_on_error = True          # a failing cell fails the build (the builder names notebook and cell)
+nb_execution_show_tb = True
+nb_merge_streams = True
+nb_render_markdown_format = "myst"          # show_doc's markdown output: code signature, [source]{target=...} link
+nb_output_stderr = "remove"                 # progress bars and library warnings stay out of the pages
+
+myst_enable_extensions = ["dollarmath", "attrs_inline", "colon_fence"]
+myst_heading_anchors = 3
+
+html_theme = "sphinx_book_theme"
+html_title = project
+html_static_path = [str(Path(__file__).parent / "_static")]
+html_css_files = ["numcook.css"]
+html_favicon = str(Path(__file__).parent / "_static" / "favicon.svg")
+html_theme_options = {"repository_url": _cfg["git_url"], "use_repository_button": True,
+                      "show_toc_level": 2, "navigation_with_keys": False}
+html_show_sourcelink = False
+
+
+# MathJax from the sphinx-mathjax-offline package, copied into _static/ (the pages need no network). Its copy step is
+# registered here rather than as an extension, which Sphinx would take as unsafe for parallel reading.
+mathjax_path = "mathjax/tex-chtml.js"
+
+
+# Kernels on IPC sockets, not TCP ports: kernels started at once by the parallel readers (and by builds or
+# papermill runs beside this one) could otherwise pick the same free port, and one of them would die.
+from numcook.repro import kernels_over_ipc
+kernels_over_ipc()
+
+
+def setup(app):
+    from importlib import import_module
+    app.connect("build-finished", import_module("sphinx-mathjax-offline").copy_mathjax_files)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

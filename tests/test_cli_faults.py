@@ -1,0 +1,382 @@
+"""Every subcommand under bad input and faults: a one-line error, a non-zero exit, no traceback, and no file left or changed.
+
+The table runs `numcook.cli.main` in process; only the concurrent writers and `kill -9` need other processes.
+"""
+import json, os, signal, subprocess, sys, textwrap, time
+from pathlib import Path
+import pytest
+import torch
+from numcook.cli import main
+from numcook.utils import OutputLock, read_jsonl
+from numcook.zeh import toy_chat_tokenizer, toy_model
+
+torch.set_num_threads(1)
+GPU = torch.cuda.is_available()
+
+
+@pytest.fixture(scope='module')
+def inputs(tmp_path_factory):
+    "Read-only inputs the bad commands point at: a tiny chat model (no BOS token), GSM problems, NUPA items, a ZEH results folder."
+    d = tmp_path_factory.mktemp('inputs')
+    toy_model('qwen2', seed=3).save_pretrained(d / 'model'); toy_chat_tokenizer().save_pretrained(d / 'model')
+    for bad in ('notok', 'corrupt'):           # a model folder without tokenizer files, and one with damaged weights
+        (d / bad).mkdir()
+        for f in (d / 'model').iterdir():
+            if bad == 'corrupt' or not f.name.startswith(('tokenizer', 'chat_template')): (d / bad / f.name).write_bytes(f.read_bytes())
+    (d / 'corrupt' / 'model.safetensors').write_bytes(b'\0' * 64)
+    assert main(['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--out', str(d / 'problems.jsonl')]) == 0
+    assert main(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1-2', '--n', '3', '--out', str(d / 'items.jsonl')]) == 0
+    assert main(['zeh', 'run', '--model', str(d / 'model'), '--family', 'parity', '--max-size', '2', '--stop', 'all',
+                 '--out', str(d / 'zeh')]) == 0
+    return d
+
+
+def snapshot(root:Path) -> dict:
+    "Every path under `root` with its bytes (None for folders)."
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob('*'))}
+
+
+def refused(capsys, argv, msg, root):
+    "Run `argv`; it must fail with exit 2 and one line on stderr containing `msg`, leaving `root` as it was."
+    before = snapshot(root)
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert rc == 2, (rc, err[-3000:])
+    assert 'Traceback' not in err and len(lines) == 1 and lines[0].startswith('numcook'), err[-3000:]
+    assert msg in lines[0], lines[0]
+    assert snapshot(root) == before, 'files were left or changed'
+    return lines[0]
+
+
+def prepare(d:Path, inputs:Path):
+    "A work folder holding the things bad commands are pointed at."
+    (d / 'afile').write_text('not a folder\n')
+    (d / 'adir').mkdir()
+    (d / 'foreign.jsonl').write_text('{"id": "x", "note": "somebody else\'s file"}\n')
+    (d / 'empty.jsonl').write_text('')
+    probs = read_jsonl(inputs / 'problems.jsonl')
+    w = lambda name, recs, tail='': (d / name).write_text(''.join(json.dumps(r) + '\n' for r in recs) + tail)
+    w('replies.jsonl', [{'id': p['id'], 'reply': f"Answer: {p['answer']}"} for p in probs])
+    w('replies_dup.jsonl', [{'id': p['id'], 'reply': 'Answer: 1'} for p in probs + probs[:1]])
+    w('replies_field.jsonl', [{'id': p['id'], 'answer': f"Answer: {p['answer']}"} for p in probs])
+    w('problems_badop.jsonl', [{**p, 'op': str(p['op'])} for p in probs])
+    w('problems_nullanswer.jsonl', [{**p, 'answer': None} for p in probs])
+    items = read_jsonl(inputs / 'items.jsonl')
+    w('preds_dup.jsonl', [{**r, 'prediction': r['answer']} for r in items + items[:1]])
+    w('test_noid.jsonl', [{k: v for k, v in r.items() if k != 'id'} for r in items])
+    w('pairs_bad.jsonl', [{'prompt': '1+1=', 'reply': '2'}])
+    (d / 'cfg_bad.json').write_text('{"steps": ')
+    (d / 'cfg_neg.json').write_text(json.dumps({'steps': -5, 'model_size': 'micro'}))
+    zr = [r for r in read_jsonl(inputs / 'zeh' / 'results.jsonl')]
+    for name, recs in [('zeh_dup', zr + zr[:1]), ('zeh_type', [{**zr[0], 'size': 'one'}] + zr[1:])]:
+        (d / name).mkdir(); (d / name / 'config.json').write_bytes((inputs / 'zeh' / 'config.json').read_bytes())
+        (d / name / 'results.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in recs))
+
+
+M = '{model}'   # replaced by the tiny model's folder
+CASES = [  # (argv, what the one line must say); relative paths are in the work folder
+    # the entry point
+    (['nupaa'], "Did you mean 'nupa'"),
+    (['--bogus'], "unknown option '--bogus'; start with a command"),
+    # nupa generate / score
+    (['nupa', 'generate', '--n', '0', '--out', 'o.jsonl'], 'argument --n: expected an integer >= 1, got 0'),
+    (['nupa', 'generate', '--seed', '-1', '--out', 'o.jsonl'], 'argument --seed'),
+    (['nupa', 'generate', '--tasks', 'add_intger', '--out', 'o.jsonl'], "Did you mean 'add_integer'"),
+    (['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--out', 'adir'], 'is a folder'),
+    (['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--out', 'afile/o.jsonl'], 'is a file, not a folder'),
+    (['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--out', '/proc/numcook/o.jsonl'], 'cannot write'),
+    (['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--out', 'foreign.jsonl'], 'holds results but no config'),
+    (['nupa', 'generate', '--lengths', '1-1000', '--out', 'o.jsonl'], 'add --yes'),
+    (['nupa', 'score', 'absent.jsonl'], 'no predictions file'),
+    (['nupa', 'score', 'preds_dup.jsonl'], 'repeats id'),
+    (['nupa', 'score', 'replies.jsonl', '--test', 'test_noid.jsonl'], "field 'id' is missing"),
+    (['nupa', 'score', '{inputs}/items.jsonl', '--out', 'adir'], 'is a folder'),
+    (['nupa', 'score', '{inputs}/items.jsonl', '--out', '{inputs}/items.jsonl'], 'also an input'),
+    # gsm generate / score / eval
+    (['gsm', 'generate', '--per-op', '0', '--out', 'o.jsonl'], 'argument --per-op'),
+    (['gsm', 'generate', '--workers', '0', '--out', 'o.jsonl'], 'argument --workers'),
+    (['gsm', 'generate', '--ops', '0-3', '--out', 'o.jsonl'], 'bad ops'),
+    (['gsm', 'generate', '--context', '1000000', '--ops', '2', '--per-op', '1', '--out', 'o.jsonl'], 'add --yes'),
+    (['gsm', 'generate', '--context', '32k', '--per-op', '20000', '--out', 'o.jsonl'], 'add --yes'),
+    (['gsm', 'generate', '--out', 'adir'], 'is a folder'),
+    (['gsm', 'generate', '--out', '/dev/null'], 'not a regular file'),
+    (['nupa', 'score', '{inputs}/items.jsonl', '--out', '/dev/null'], 'not a regular file'),
+    (['gsm', 'generate', '--out', 'afile/o.jsonl'], 'is a file, not a folder'),
+    (['gsm', 'generate', '--out', 'foreign.jsonl'], 'holds results but no config'),
+    (['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--out', '{inputs}/items.jsonl'], 'another kind of run'),
+    (['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--seed', '5', '--out', '{inputs}/problems.jsonl'], 'seed 0 (now 5)'),
+    (['gsm', 'generate', '--subset', 'medium', '--ops', '2', '--per-op', '1', '--out', '{inputs}/problems'], 'is the config of problems.jsonl'),
+    (['gsm', 'score', '--problems', 'absent.jsonl', '--replies', 'replies.jsonl'], 'no problems file'),
+    (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies_dup.jsonl'], 'repeats id'),
+    (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies_field.jsonl'], "no 'reply'"),
+    (['gsm', 'score', '--problems', 'problems_badop.jsonl', '--replies', 'replies.jsonl'], "field 'op' should be an integer"),
+    (['gsm', 'score', '--problems', 'problems_nullanswer.jsonl', '--replies', 'replies.jsonl'], "field 'answer'"),
+    (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies.jsonl', '--out', 'replies.jsonl'], 'also an input'),
+    (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl', '--batch-size', '-1'], 'argument --batch-size'),
+    (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl', '--limit', '0'], 'argument --limit'),
+    (['gsm', 'eval', '--model', M, '--problems', 'empty.jsonl', '--out', 'o.jsonl'], 'holds no problems'),
+    (['gsm', 'eval', '--model', 'nomodel', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'cannot load model'),
+    (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', 'adir'], 'is a folder'),
+    (['gsm', 'eval', '--model', '{inputs}/notok', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'encodes nothing'),
+    (['gsm', 'eval', '--model', '{inputs}/corrupt', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'cannot load model'),
+    (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', '{inputs}/problems.jsonl'], 'also an input'),
+    # zeh run / summary
+    (['zeh', 'run', '--model', M, '--max-size', '0', '--out', 'z'], 'argument --max-size'),
+    (['zeh', 'run', '--model', M, '--min-size', '3', '--max-size', '2', '--out', 'z'], 'min_size <= max_size'),
+    (['zeh', 'run', '--model', M, '--batch-size', '0', '--out', 'z'], 'argument --batch-size'),
+    (['zeh', 'run', '--model', M, '--slack-tokens', '0', '--out', 'z'], 'argument --slack-tokens'),
+    (['zeh', 'run', '--model', M, '--device', 'tpu', '--out', 'z'], "unknown device 'tpu'"),
+    (['zeh', 'run', '--model', M, '--dtype', 'fp8', '--out', 'z'], 'dtype'),
+    (['zeh', 'run', '--model', M, '--family', 'parity', '--out', 'z'], 'too large to enumerate'),
+    (['zeh', 'run', '--model', M, '--family', 'parity', '--max-size', '22', '--stop', 'all', '--out', 'z'], 'add --yes'),
+    (['zeh', 'run', '--model', M, '--family', 'nupa:add_integer', '--out', 'z'], '--sample'),
+    (['zeh', 'run', '--model', M, '--max-size', '2', '--out', 'afile'], 'is a file; give a folder'),
+    (['zeh', 'run', '--model', M, '--max-size', '2', '--out', 'afile/z'], 'is a file, not a folder'),
+    (['zeh', 'run', '--model', 'nomodel', '--max-size', '2', '--out', 'z'], 'cannot load model'),
+    (['zeh', 'run', '--model', '{inputs}/corrupt', '--max-size', '2', '--out', 'z'], 'cannot load model'),
+    (['zeh', 'run', '--model', M, '--max-size', '2', '--out', '{inputs}/model'], 'was not written by numcook'),
+    (['zeh', 'run', '--model', M, '--family', 'parity', '--max-size', '2', '--stop', 'all', '--dtype', 'bfloat16',
+      '--out', '{inputs}/zeh'], "dtype 'float32' (now 'bfloat16')"),
+    (['zeh', 'summary', 'afile'], 'not a folder'),
+    (['zeh', 'summary', 'adir'], 'no config.json'),
+    (['zeh', 'summary', 'zeh_dup'], 'repeats id'),
+    (['zeh', 'summary', 'zeh_type'], "field 'size' should be an integer"),
+    # train / finetune / eval
+    (['train', '--steps', '-5', '--out-dir', 'r'], 'argument --steps'),
+    (['train', '--lr', '-1', '--out-dir', 'r'], 'argument --lr'),
+    (['train', '--lr', 'nan', '--out-dir', 'r'], 'argument --lr'),
+    (['train', '--batch-size', '0', '--out-dir', 'r'], 'argument --batch-size'),
+    (['train', '--min-lr-ratio', '2', '--out-dir', 'r'], 'argument --min-lr-ratio'),
+    (['train', '--pe', 'roap', '--out-dir', 'r'], "Did you mean 'rope'"),
+    (['train', '--steps', '3'], 'give --out-dir'),
+    (['train', '--config', 'absent.json', '--out-dir', 'r'], 'no config at'),
+    (['train', '--config', 'cfg_bad.json', '--out-dir', 'r'], 'not a readable config'),
+    (['train', '--config', 'cfg_neg.json', '--out-dir', 'r'], 'steps: expected an integer >= 0, got -5'),
+    (['train', '--config', '{inputs}/problems.config.json', '--out-dir', 'r'], 'another kind of run (GenerateConfig, not TrainConfig)'),
+    (['train', '--pairs', 'pairs_bad.jsonl', '--model-size', 'micro', '--steps', '2', '--out-dir', 'r'], "field 'answer' is missing"),
+    (['train', '--model-size', 'micro', '--steps', '2', '--out-dir', 'afile'], 'is a file; give a folder'),
+    (['train', '--device', 'tpu', '--out-dir', 'r'], "unknown device 'tpu'"),
+    (['finetune', '--rank', '0', '--base', M, '--out-dir', 'r'], 'argument --rank'),
+    (['finetune', '--lora-dropout', '1.5', '--base', M, '--out-dir', 'r'], 'argument --lora-dropout'),
+    (['finetune', '--out-dir', 'r'], 'give --base'),
+    (['finetune', '--base', M], 'give --out-dir'),
+    (['finetune', '--base', 'nomodel', '--out-dir', 'r'], 'cannot load model'),
+    (['finetune', '--base', M, '--target-modules', 'nope_proj', '--steps', '2', '--n-per-length', '2', '--train-lengths', '1',
+      '--out-dir', 'r'], 'cannot add LoRA adapters'),
+    (['eval', M, '--n', '0'], 'argument --n'),
+    (['eval', M, '--batch-size', '0'], 'argument --batch-size'),
+    (['eval', M, '--lengths', '0-2'], 'bad lengths'),
+    (['eval', M, '--device', 'tpu'], "unknown device 'tpu'"),
+    (['eval', 'nomodel', '--lengths', '1', '--n', '1'], 'cannot load model'),
+    (['eval', '{inputs}/corrupt', '--lengths', '1', '--n', '1'], 'cannot load model'),
+    (['finetune', '--base', '{inputs}/notok', '--out-dir', 'r'], 'encodes nothing'),
+    (['eval', M, '--lengths', '1', '--n', '1', '--out', 'adir'], 'is a folder'),
+]
+if not GPU:
+    CASES += [(['zeh', 'run', '--model', M, '--device', 'cuda', '--out', 'z'], 'no GPU'),
+              (['train', '--device', 'cuda', '--out-dir', 'r'], 'no GPU'),
+              (['eval', M, '--device', 'cuda'], 'no GPU')]
+
+
+@pytest.mark.parametrize('argv,msg', CASES, ids=[' '.join(a)[:60] for a, _ in CASES])
+def test_bad_input_is_one_line_and_leaves_nothing(argv, msg, inputs, tmp_path, monkeypatch, capsys):
+    work = tmp_path / 'work'; work.mkdir(); prepare(work, inputs)
+    monkeypatch.chdir(work)
+    argv = [a.replace(M, str(inputs / 'model')).replace('{inputs}', str(inputs)) for a in argv]
+    before = snapshot(inputs)
+    refused(capsys, argv, msg, tmp_path)
+    assert snapshot(inputs) == before                      # the inputs (some of them outputs refused a resume) are untouched
+
+
+@pytest.mark.parametrize('argv,msg', [(['--only', 'nope'], 'unknown notebook'), (['--resume', '{tmp}'], 'is not a run folder'),
+                                      (['-p', 'novalue'], 'write it as name=value')])
+def test_repro_bad_input(argv, msg, tmp_path, capsys):
+    refused(capsys, ['repro', *[a.replace('{tmp}', str(tmp_path)) for a in argv]], msg, tmp_path)
+
+
+# ---- the eight groups of issue 16, one test each where the table does not already say it
+
+
+def test_a_held_output_refuses_every_writer_at_once(inputs, tmp_path, monkeypatch, capsys):
+    "Group 1: a second writer of any command is refused at once, naming the holder's PID; nothing is written."
+    monkeypatch.chdir(tmp_path)
+    m = str(inputs / 'model')
+    writers = [(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--out', 'o.jsonl'], 'o.jsonl'),
+               (['gsm', 'generate', '--ops', '2', '--per-op', '1', '--out', 'o.jsonl'], 'o.jsonl'),
+               (['gsm', 'eval', '--model', m, '--problems', str(inputs / 'problems.jsonl'), '--max-new-tokens', '2', '--out', 'o.jsonl'], 'o.jsonl'),
+               (['zeh', 'run', '--model', m, '--max-size', '2', '--out', 'z'], 'z'),
+               (['train', '--model-size', 'micro', '--steps', '2', '--out-dir', 'r'], 'r'),
+               (['eval', m, '--lengths', '1', '--n', '1', '--out', 'o.jsonl'], 'o.jsonl')]
+    for argv, out in writers:
+        with OutputLock(tmp_path / out):
+            refused(capsys, argv, f'is being written by process {os.getpid()}', tmp_path)
+
+
+SLOW_WRITER = textwrap.dedent('''
+    import os, sys, time
+    from numcook import utils
+    n, orig = [0], utils.JsonlLog.append_line
+    def append_line(self, key, line):
+        n[0] += 1
+        if n[0] == 2 and sys.argv[1] != '-':        # holding the output: tell the test, and wait for its word
+            open(sys.argv[1] + '.ready', 'w').close()
+            for _ in range(1200):
+                if os.path.exists(sys.argv[1] + '.go'): break
+                time.sleep(0.05)
+        if n[0] == int(sys.argv[2]): os.kill(os.getpid(), 9)
+        return orig(self, key, line)
+    utils.JsonlLog.append_line = append_line
+    from numcook.cli import main
+    sys.exit(main(sys.argv[3:]))
+''')
+ENV = {**os.environ, 'NUMCOOK_PROGRESS': '0'}
+
+
+def test_two_concurrent_gsm_writers(tmp_path):
+    "Group 1: two processes given the same --out: the second is refused at once, the first writes every record once."
+    out, ctl = tmp_path / 'out', tmp_path / 'ctl'
+    ctl.mkdir()
+    argv = ['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '20', '--out', str(out / 'g.jsonl')]
+    first = subprocess.Popen([sys.executable, '-c', SLOW_WRITER, str(ctl / 'w'), '0', *argv], env=ENV,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(1200):
+        if (ctl / 'w.ready').exists() or first.poll() is not None: break
+        time.sleep(0.05)
+    second = subprocess.run([sys.executable, '-c', 'import sys; from numcook.cli import main; sys.exit(main(sys.argv[1:]))', *argv],
+                            capture_output=True, text=True, env=ENV)
+    (ctl / 'w.go').touch()
+    assert second.returncode == 2 and second.stderr.count('\n') == 1 and f'process {first.pid}' in second.stderr, second.stderr
+    assert first.wait(120) == 0, first.stderr
+    ids = [r['id'] for r in read_jsonl(out / 'g.jsonl')]
+    assert len(ids) == len(set(ids)) == 40
+    assert sorted(os.listdir(out)) == ['g.config.json', 'g.jsonl']                 # the lock file went with its holder
+
+
+def test_kill_9_and_resume_is_byte_identical(tmp_path, capsys):
+    "A writer killed with SIGKILL mid-run leaves an incomplete file (and a reader says so); a rerun completes it byte for byte."
+    args = ['gsm', 'generate', '--subset', 'hard', '--ops', '2-4', '--per-op', '20', '--context', '300']
+    a, b = tmp_path / 'a.jsonl', tmp_path / 'b.jsonl'
+    p = subprocess.run([sys.executable, '-c', SLOW_WRITER, '-', '25', *args, '--out', str(a)], env=ENV)
+    assert p.returncode == -signal.SIGKILL
+    assert json.loads((tmp_path / 'a.config.json').read_text())['_complete'] is False
+    replies = tmp_path / 'r.jsonl'
+    replies.write_text(''.join(json.dumps({'id': r['id'], 'reply': 'Answer: 0'}) + '\n' for r in read_jsonl(a)))
+    capsys.readouterr()
+    assert main(['gsm', 'score', '--problems', str(a), '--replies', str(replies)]) == 0
+    assert 'is incomplete (its writer was interrupted or is still running): 24 problems read' in capsys.readouterr().err
+    replies.unlink()
+    assert main(args + ['--out', str(a)]) == 0               # resume (the lock died with its holder)
+    assert main(args + ['--out', str(b)]) == 0               # uninterrupted
+    assert a.read_bytes() == b.read_bytes() and len(read_jsonl(a)) == 60
+    assert json.loads((tmp_path / 'a.config.json').read_text())['_complete'] is True
+    assert sorted(os.listdir(tmp_path)) == ['a.config.json', 'a.jsonl', 'b.config.json', 'b.jsonl']
+
+
+def test_killed_nupa_generate_leaves_no_partial_file(tmp_path):
+    "An all-at-once writer killed mid-write leaves no output; the rerun clears the temporary file it left."
+    code = textwrap.dedent('''
+        import os, sys
+        from numcook import nupa
+        orig = nupa.generate_task
+        n = [0]
+        def killing(*a, **k):
+            n[0] += 1
+            if n[0] == 3: os.kill(os.getpid(), 9)
+            return orig(*a, **k)
+        nupa.generate_task = killing
+        from numcook.cli import main
+        main(sys.argv[1:])
+    ''')
+    argv = ['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1-4', '--n', '5', '--out', str(tmp_path / 'i.jsonl')]
+    assert subprocess.run([sys.executable, '-c', code, *argv]).returncode == -signal.SIGKILL
+    assert not (tmp_path / 'i.jsonl').exists() and any(n.endswith('.tmp') for n in os.listdir(tmp_path))
+    assert main(argv) == 0
+    assert sorted(os.listdir(tmp_path)) == ['i.config.json', 'i.jsonl'] and len(read_jsonl(tmp_path / 'i.jsonl')) == 20
+
+
+def test_foreign_and_configless_files_are_never_appended_to(inputs, tmp_path, capsys):
+    "Group 2: a NUPA items file is not completed with GSM problems; a partial file whose config was deleted is not resumed."
+    items = tmp_path / 'items.jsonl'
+    assert main(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '2', '--out', str(items)]) == 0
+    refused(capsys, ['gsm', 'generate', '--ops', '2', '--per-op', '1', '--out', str(items)], 'another kind of run', tmp_path)
+    g = tmp_path / 'g.jsonl'
+    assert main(['gsm', 'generate', '--subset', 'medium', '--ops', '2', '--per-op', '3', '--out', str(g)]) == 0
+    (tmp_path / 'g.config.json').unlink()
+    refused(capsys, ['gsm', 'generate', '--subset', 'medium', '--ops', '2', '--per-op', '3', '--seed', '4', '--out', str(g)],
+            'holds results but no config', tmp_path)
+
+
+def test_train_resume_needs_the_same_settings_and_flags_win_over_config(tmp_path, capsys, monkeypatch):
+    "Group 3: a run folder is not relabelled by other flags; --config X --steps N keeps N even when N is the default."
+    base = ['train', '--model-size', 'micro', '--steps', '2', '--batch-size', '4', '--n-per-length', '10', '--train-lengths', '1',
+            '--log-every', '1', '--out-dir', str(tmp_path / 'r')]
+    assert main(base) == 0
+    cfg = json.loads((tmp_path / 'r' / 'train_config.json').read_text())
+    assert cfg['_complete'] is True and cfg['data_sha256'] and cfg['device_type'] in ('cpu', 'cuda')
+    capsys.readouterr()
+    refused(capsys, base + ['--pe', 'nope'], "pe 'rope' (now 'nope')", tmp_path)
+    (tmp_path / 'pairs.jsonl').write_text('{"prompt": "1+1=", "answer": "2"}\n')
+    refused(capsys, base + ['--pairs', str(tmp_path / 'pairs.jsonl')], 'data_sha256', tmp_path)
+    assert main(base) == 0 and 'holds a finished run' in capsys.readouterr().out      # a rerun of a finished run trains nothing
+    import numcook.train as T
+    seen = {}
+    def fake(cfg, pairs): seen['cfg'] = cfg; raise KeyboardInterrupt
+    monkeypatch.setattr(T, 'train', fake)
+    assert main(['train', '--config', str(tmp_path / 'r' / 'train_config.json'), '--steps', '1000', '--out-dir', str(tmp_path / 'x')]) == 130
+    assert seen['cfg'].steps == 1000 and seen['cfg'].model_size == 'micro'
+
+
+def test_scorers_never_count_twice_and_report_a_torn_line(inputs, tmp_path, capsys):
+    "Group 4: a torn last line is reported (and not read); a null gold is a reported problem, not a zero."
+    probs = read_jsonl(inputs / 'problems.jsonl')
+    replies = tmp_path / 'r.jsonl'
+    replies.write_text(''.join(json.dumps({'id': p['id'], 'reply': f"Answer: {p['answer']}"}) + '\n' for p in probs) + '{"id": "medi')
+    assert main(['gsm', 'score', '--problems', str(inputs / 'problems.jsonl'), '--replies', str(replies)]) == 0
+    out, err = capsys.readouterr()
+    assert 'last line (5) is cut off' in err and 'averaged score over subsets at context 0: 200.00' in out
+    items = read_jsonl(inputs / 'items.jsonl')
+    preds = tmp_path / 'p.jsonl'
+    preds.write_text(''.join(json.dumps({**r, 'prediction': r['answer'], **({'answer': None} if i == 0 else {})}) + '\n'
+                             for i, r in enumerate(items)))
+    assert main(['nupa', 'score', str(preds)]) == 0
+    out = capsys.readouterr().out
+    assert f'scored {len(items) - 1} items' in out and "line 1: field 'answer' should be a string" in out
+
+
+def test_finetune_a_base_without_bos(inputs, tmp_path, capsys):
+    "Group 5: a valid base model whose tokenizer has no BOS token finetunes (and its run folder is complete)."
+    assert toy_chat_tokenizer().bos_token_id is None
+    argv = ['finetune', '--base', str(inputs / 'model'), '--steps', '2', '--batch-size', '2', '--n-per-length', '2',
+            '--train-lengths', '1', '--rank', '2', '--out-dir', str(tmp_path / 'ft')]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert (tmp_path / 'ft' / 'final' / 'adapter_config.json').exists()
+    assert json.loads((tmp_path / 'ft' / 'train_config.json').read_text())['_complete'] is True
+
+
+def test_a_failed_run_leaves_no_config_behind(inputs, tmp_path, capsys, monkeypatch):
+    "Group 7: a run that fails after its checks (here: the model cannot verify anything) leaves nothing that blocks a corrected rerun."
+    import numcook.zeh as Z
+    def broken(*a, **k): raise RuntimeError('out of patience')
+    monkeypatch.setattr(Z, 'verify_batch', broken)
+    rc = main(['zeh', 'run', '--model', str(inputs / 'model'), '--max-size', '2', '--out', str(tmp_path / 'z')])
+    err = capsys.readouterr().err
+    assert rc == 1 and 'this is a bug in numcook: please report it' in err and 'out of patience' in err
+    assert os.listdir(tmp_path) == []
+    monkeypatch.undo()
+    assert main(['zeh', 'run', '--model', str(inputs / 'model'), '--max-size', '2', '--out', str(tmp_path / 'z')]) == 0
+
+
+def test_estimates_say_the_number_and_the_flag(tmp_path, capsys, monkeypatch):
+    "Group 8: a large run is refused with its estimate; with --yes it goes ahead (and says so)."
+    monkeypatch.chdir(tmp_path)
+    line = refused(capsys, ['nupa', 'generate', '--lengths', '1-1000', '--out', 'o.jsonl'], 'add --yes', tmp_path)
+    assert 'up to 55,000,000 items' in line
+    line = refused(capsys, ['zeh', 'run', '--model', 'x', '--family', 'parity', '--max-size', '22', '--stop', 'all', '--out', 'z'],
+                   'add --yes', tmp_path)
+    assert f'up to {2 ** 23 - 2:,} instances' in line
+    import numcook.nupa as N
+    monkeypatch.setattr(N, 'GENERATE_LIMIT_BYTES', 1000)
+    refused(capsys, ['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl'], 'add --yes', tmp_path)
+    assert main(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl', '--yes']) == 0
+    assert 'going ahead (--yes)' in capsys.readouterr().err
