@@ -37,7 +37,7 @@ def test_gsm_auc_notebook_from_accuracy_file(tmp_path):
     fits = pd.read_csv(out / 'sigmoid_fits.csv')
     assert (fits.r2 > 0.9).all()
     assert (out / 'accuracy_vs_op.png').exists()
-    assert json.loads((out / 'config.json').read_text())['params']['acc_files'] == ['acc.csv']   # no machine path
+    assert json.loads((out / 'config.json').read_text())['params']['acc_files'] == 'acc.csv'   # no machine path
 
 
 def test_gsm_auc_default_checks_table1(tmp_path):
@@ -92,4 +92,4 @@ def test_gsm_leaderboards_place_a_model_from_gsm_eval(tmp_path, eval_results):
     assert z.kind['Tiny-LM'] == 'yours' and z.source['Tiny-LM'] == 'this run (symbolic)'
     assert z.symbolic['Tiny-LM'] == 0.0 and z.symbolic['Tiny-LM-fixed'] == 200.0   # nothing right; 100% at ops 2 and 3, 0% at op 4
     assert z['rank']['Tiny-LM-fixed'] == 19 and z['rank']['Tiny-LM'] == 20
-    assert json.loads((out / 'config.json').read_text())['params']['results'] == ['res.jsonl', 'fixed.jsonl']
+    assert json.loads((out / 'config.json').read_text())['params']['results'] == 'res.jsonl,fixed.jsonl'

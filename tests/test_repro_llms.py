@@ -63,4 +63,4 @@ def test_a_users_model_beside_the_llms(tmp_path, tiny_eval):
         assert (r.wld, r.ppd) == (expected.exact_match_wld[r.task], expected.exact_match_ppd[r.task]) and r.longest_tested == 3
     assert 'your models' in pd.read_csv(out / 'claims.csv').run_evidence[0]
     cfg = json.loads((out / 'config.json').read_text())
-    assert cfg['params']['results'] == ['tiny-adder.jsonl'] and cfg['data'] == ['external:tiny-adder.jsonl']
+    assert cfg['params']['results'] == 'tiny-adder.jsonl' and cfg['data'] == ['external:tiny-adder.jsonl']
