@@ -18,6 +18,7 @@ COMMANDS = {  # subcommand -> (module that defines `cli(argv)`, one-line help)
     'finetune': ('numcook.lora',     'LoRA-finetune a pretrained causal LM on NUPA tasks'),
     'zeh':      ('numcook.zeh',      'Zero-Error Horizon: run a verification, summarize results'),
     'gsm':      ('numcook.gsm',      'GSM-Infinite: generate problems, score replies'),
+    'export':   ('numcook.harness',  'write NUPA and GSM-Infinite as lm-evaluation-harness tasks'),
     'repro':    ('numcook.repro',    'run the papers_repro notebooks (the main job)'),
 }
 

@@ -13,12 +13,11 @@ from .formats import NumberFormat
 from .models import load_model_and_tokenizer
 from .metrics import item_metrics
 from .nupa import TASKS, check_prompt_style, make_prompt
-from . import runtime
-from .runtime import SAMPLING, pick_device
+from .runtime import SAMPLING, pick_device, torch_threads
 
 # %% auto #0
-__all__ = ['answer_representation', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'Experiment', 'run_experiment',
-           'run_experiments', 'experiment_timings', 'over_seeds', 'cli']
+__all__ = ['answer_representation', 'score_output', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'Experiment',
+           'run_experiment', 'run_experiments', 'experiment_timings', 'over_seeds', 'cli']
 
 # %% ../nbs/14_evaluate.ipynb #1c4ecde6
 def answer_representation(rec:dict) -> str|None:
@@ -27,12 +26,18 @@ def answer_representation(rec:dict) -> str|None:
     t = TASKS.get(rec['task']) if rec['task'] in TASKS else None
     return t.answer_representation if t is not None else None
 
+def score_output(r:dict, text:str, fmt:NumberFormat|None=None) -> dict:
+    "The model's output `text` for record `r`, the answer read from it, and its metrics against `r['answer']`."
+    m = item_metrics(text, str(r['answer']), answer_representation(r), decode=(fmt or NumberFormat()).decode)
+    return {'output': text, 'prediction': m.pop('extracted'), **m, 'dlength': float(m['dlength'])}
+
 # %% ../nbs/14_evaluate.ipynb #d4e69d46
 def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, prompt_style:str='prompt',
              sampling:str='greedy', batch_size:int=64, max_new_tokens:int|None=None, seed:int=0,
              out:str|Path|None=None, show_progress:bool=False) -> list[dict]:
-    "Score `model` on `records` (dicts with an answer and a prompt/question), greedy or sampled, in batches."
-    fmt = fmt or NumberFormat()
+    "Score `model` (or a backend) on `records` (dicts with an answer and a prompt/question), greedy or sampled, in batches."
+    from numcook.backends import as_backend
+    fmt, gen = fmt or NumberFormat(), as_backend(model, tok, cpu_threads=1)
     if prompt_style != 'prompt': check_prompt_style(prompt_style, text=True)
     def prompt_of(r):
         if prompt_style == 'prompt': return r['prompt'] if 'prompt' in r else r['question']
@@ -45,11 +50,10 @@ def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, pro
     done = {}
     for i in range(0, len(todo), 4 * batch_size):
         chunk = todo[i:i + 4 * batch_size]
-        texts = runtime.generate(model, tok, [fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, batch_size,
-                                 sampling, seed, add_bos=True, cpu_threads=1, show_progress=show_progress)
-        for r, text in zip(chunk, texts):
-            m = item_metrics(text, str(r['answer']), answer_representation(r), decode=fmt.decode)
-            rec = {**r, 'output': text, 'prediction': m.pop('extracted'), **m, 'dlength': float(m['dlength'])}
+        outs = gen.generate([fmt.encode(prompt_of(r)) for r in chunk], max_new_tokens, sampling, seed, batch_size,
+                            add_bos=True, show_progress=show_progress)
+        for r, o in zip(chunk, outs):
+            rec = {**r, **score_output(r, o.text, fmt)}
             done[r['id']] = rec
             if log is not None: log.append(rec)
     if log is not None:
@@ -134,7 +138,7 @@ def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1) -> 
     exps = list(exps)
     if workers < 1: raise NumcookError(f"workers must be at least 1, got {workers}")
     if workers == 1 or len(exps) <= 1:
-        with runtime.torch_threads(threads): return [run_experiment(e) for e in progress(exps, desc='runs', unit='run')]
+        with torch_threads(threads): return [run_experiment(e) for e in progress(exps, desc='runs', unit='run')]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     ctx = multiprocessing.get_context('spawn')  # a fresh interpreter: no torch thread pool inherited through fork
@@ -164,6 +168,7 @@ def over_seeds(rows, by:Sequence[str], metrics:Sequence[str]=('exact_match', 'di
 def cli(argv:list[str]) -> int:
     "`numcook eval`: evaluate a causal LM on NUPA tasks."
     import pandas as pd
+    from numcook.backends import HFBackend, add_backend_args, backend_from_args, check_backend_args
     from numcook.utils import ArgParser, OutputGuard, atomic_file, check_output_path, int_arg, to_jsonable
     p = ArgParser(prog='numcook eval', description='Evaluate a causal LM (local folder or hub id) on NUPA tasks.')
     p.add_argument('model', help='model folder (a numcook run folder, its final/ folder, a checkpoint) or hub id')
@@ -176,26 +181,33 @@ def cli(argv:list[str]) -> int:
     p.add_argument('--batch-size', type=int_arg(1), default=64, help='prompts per generate call (default: 64)')
     p.add_argument('--out', default=None, help='JSON Lines file for scored records (resumable); a CSV summary goes beside it')
     p.add_argument('--device', default='auto', help="'auto', 'cpu' or 'cuda' (default: auto)")
+    add_backend_args(p)
     a = p.parse_args(argv)
     from numcook.train import load_trained
     from numcook.nupa import generate, MAX_LENGTH
-    dev = pick_device(a.device)
+    served = check_backend_args(a) is not HFBackend
+    dev = None if served or a.device_map else pick_device(a.device)
     recs = generate(a.tasks, parse_range(a.lengths, 'lengths', 1, MAX_LENGTH), a.n, a.seed)   # checks tasks and lengths first
     if a.out: check_output_path(a.out)
     fmt, style = NumberFormat(), a.prompt_style or 'nupa'
-    if Path(a.model).exists():
-        model, tok, cfg = load_trained(a.model, device=str(dev))
-        if cfg is not None: fmt, style = cfg.number_format, a.prompt_style or cfg.prompt_style
+    if served: gen = backend_from_args(a, a.model)
     else:
-        model, tok = load_model_and_tokenizer(a.model, device=str(dev))
-    if a.out is None: res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, show_progress=True)
+        kw = {'device_map': a.device_map} if a.device_map else {}
+        if Path(a.model).exists():
+            model, tok, cfg = load_trained(a.model, device=None if dev is None else str(dev), **kw)
+            if cfg is not None: fmt, style = cfg.number_format, a.prompt_style or cfg.prompt_style
+        else:
+            model, tok = load_model_and_tokenizer(a.model, device=None if dev is None else str(dev), **kw)
+        gen = HFBackend(model, tok, a.model, device_map=a.device_map, cpu_threads=1)
+    if a.out is None: res = evaluate(gen, None, recs, fmt, style, a.sampling, a.batch_size, show_progress=True)
     else:
+        desc = gen.describe()
         run = {'_class': 'NupaEval', 'model': a.model, 'tasks': a.tasks, 'lengths': a.lengths, 'n': a.n, 'seed': a.seed,
                'sampling': a.sampling, 'prompt_style': style, 'number_format': to_jsonable(fmt), 'batch_size': a.batch_size,
-               'dtype': str(next(model.parameters()).dtype).replace('torch.', ''), 'device': dev.type}
-        same = ('model', 'seed', 'sampling', 'prompt_style', 'number_format', 'dtype', 'device')   # tasks, lengths and n may grow
-        with OutputGuard(a.out, run, same=same) as guard:
-            res = evaluate(model, tok, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
+               'dtype': desc.get('dtype'), 'device': dev.type if dev is not None else desc.get('device', desc['backend'])}
+        same = ('model', 'seed', 'sampling', 'prompt_style', 'number_format', 'dtype', 'device', 'backend')   # tasks, lengths and n may grow
+        with OutputGuard(a.out, run, same=same, backend=desc) as guard:
+            res = evaluate(gen, None, recs, fmt, style, a.sampling, a.batch_size, out=a.out, show_progress=True)
             guard.done(results=len(res))
     table = pd.DataFrame(summarize(res))
     print(table.to_string(index=False))

@@ -4,12 +4,13 @@
 
 # %% ../nbs/02_nupa.ipynb #65ad5573
 from __future__ import annotations
-import argparse, functools, json, math, random, sys
+import argparse, functools, json, math, multiprocessing, random, sys
+from json.encoder import encode_basestring
 from dataclasses import dataclass, field
 from fractions import Fraction as Q
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
-from .utils import NumcookError, Registry, concat_once, did_you_mean, parse_range, progress, read_jsonl, rng, write_jsonl
+from .utils import NumcookError, Registry, concat_once, did_you_mean, parse_range, progress, read_jsonl, rng
 from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scientific
 from .metrics import ANSWER_REGEX, METRICS, item_metrics, range_of, well_learned_digits, performance_preserving_digits
 from .utils import ArgParser, OutputGuard, atomic_file, check_not_input, confirm_large, int_arg, read_records
@@ -17,10 +18,10 @@ from .utils import ArgParser, OutputGuard, atomic_file, check_not_input, confirm
 # %% auto #0
 __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DIGITS', 'MAX_LENGTH', 'TASK_PROMPTS',
            'FORMAT_PROMPTS', 'SYSTEM_PROMPT', 'A13_EXAMPLES', 'TASKS', 'ALIASES', 'NUPA_41', 'PROMPT_STYLES',
-           'OPERATORS', 'GENERATE_LIMIT_BYTES', 'Task', 'get_task', 'task_names', 'generate_task', 'iter_generate',
-           'generate', 'to_dataframe', 'summarize_task', 'summarize', 'check_prompt_style', 'compact_prompt',
-           'make_prompt', 'score_items', 'score', 'digit_limits', 'read_predictions', 'score_file', 'read_eval_results',
-           'task_table', 'generate_estimate', 'cli']
+           'OPERATORS', 'GENERATE_LIMIT_BYTES', 'Task', 'get_task', 'task_names', 'generate_task', 'task_lines',
+           'iter_generate', 'generate', 'iter_lines', 'to_dataframe', 'summarize_task', 'summarize',
+           'check_prompt_style', 'compact_prompt', 'make_prompt', 'score_items', 'score', 'digit_limits',
+           'read_predictions', 'score_file', 'read_eval_results', 'task_table', 'generate_estimate', 'cli']
 
 # %% ../nbs/02_nupa.ipynb #2c31e9d9
 CATEGORIES = {  # the 17 task kinds, grouped into the paper's four ability categories (Table 1 order)
@@ -208,28 +209,38 @@ A13_EXAMPLES = [  # (kind, representation, a, b, answer) from Appendix A.1.3
     ('sig_fig', 'float', '65.669', '2', '6.6e1'),
 ]
 
-# %% ../nbs/02_nupa.ipynb #6719b790
+# %% ../nbs/02_nupa.ipynb #d39529ec
+_DIGITS = '0123456789'
+
+def _below(r:random.Random, n:int) -> int:
+    "`r.randrange(n)` for `n >= 1`, drawn exactly as `random.Random` draws it (the same stream), without its checks."
+    k, bits = n.bit_length(), r.getrandbits
+    x = bits(k)
+    while x >= n: x = bits(k)
+    return x
+
 def _int(r:random.Random, L:int, nonzero:bool=False) -> str:
     "A uniformly random integer with exactly `L` digits (one-digit integers include 0 unless `nonzero`)."
-    if L == 1: return str(r.randrange(1 if nonzero else 0, 10))
-    return str(r.randrange(10 ** (L - 1), 10 ** L))
+    if L == 1: return _DIGITS[_below(r, 9) + 1] if nonzero else _DIGITS[_below(r, 10)]
+    lo = 10 ** (L - 1)
+    return str(lo + _below(r, 9 * lo))
 
 def _tail(r:random.Random, L:int) -> str:
     "`L` random digits whose last one is nonzero (a decimal part without trailing zeros)."
-    head = str(r.randrange(10 ** (L - 1))).zfill(L - 1) if L > 1 else ''
-    return head + str(r.randrange(1, 10))
+    head = str(_below(r, 10 ** (L - 1))).zfill(L - 1) if L > 1 else ''
+    return head + _DIGITS[1 + _below(r, 9)]
 
 def _float(r:random.Random, L:int, nonzero_int:bool=False) -> str:
     "A random float whose longest part has `L` digits."
-    if r.random() < 0.5: il, dl = L, r.randint(1, L)
-    else: il, dl = r.randint(1, L), L
+    if r.random() < 0.5: il, dl = L, 1 + _below(r, L)
+    else: il, dl = 1 + _below(r, L), L
     return _int(r, il, nonzero_int) + '.' + _tail(r, dl)
 
 def _coprime_pair(r:random.Random, L:int, proper:bool=False) -> tuple[int, int]:
     "An irreducible fraction n/d, d >= 2, whose longer part has `L` digits (n < d when `proper`)."
     while True:
-        if proper or r.random() < 0.5: nl, dl = r.randint(1, L), L
-        else: nl, dl = L, r.randint(1, L)
+        if proper or r.random() < 0.5: nl, dl = 1 + _below(r, L), L
+        else: nl, dl = L, 1 + _below(r, L)
         n, d = int(_int(r, nl, True)), int(_int(r, dl, True))
         if d >= 2 and math.gcd(n, d) == 1 and (not proper or n < d): return n, d
 
@@ -253,9 +264,9 @@ def _two_five(L:int) -> tuple[int, ...]:
 def _decimal_fraction(r:random.Random, L:int) -> str:
     "An irreducible fraction of length `L` whose denominator has only the prime factors 2 and 5."
     while True:
-        if r.random() < 0.5: nl, dl = r.randint(1, L), L
-        else: nl, dl = L, r.randint(1, L)
-        d = r.choice(_two_five(dl)); n = int(_int(r, nl, True))
+        if r.random() < 0.5: nl, dl = 1 + _below(r, L), L
+        else: nl, dl = L, 1 + _below(r, L)
+        ds = _two_five(dl); d = ds[_below(r, len(ds))]; n = int(_int(r, nl, True))
         if math.gcd(n, d) == 1: return f"{n}/{d}"
 
 def _scientific(r:random.Random, L:int, lo:int=0, hi:int=99) -> str | None:
@@ -265,31 +276,33 @@ def _scientific(r:random.Random, L:int, lo:int=0, hi:int=99) -> str | None:
     elif r.random() < 0.5: dl, elo, ehi = 2, lo, hi
     else: dl, elo, ehi = 1, max(lo, 10), hi
     if elo > ehi: return None
-    return f"{r.randint(1, 9)}.{_tail(r, dl)}e{r.randint(elo, ehi)}"
+    first = _DIGITS[1 + _below(r, 9)]
+    return f"{first}.{_tail(r, dl)}e{elo + _below(r, ehi - elo + 1)}"
 
 def _exp(s:str) -> int: return int(s.rpartition('e')[2])
 
-# %% ../nbs/02_nupa.ipynb #14a8505c
+# %% ../nbs/02_nupa.ipynb #58f887a6
 def _lengths(r:random.Random, L:int, rule:str) -> int:
     "The shorter operand's length under `rule`: 'default' [ceil(L/2), L], 'hard' (L/2, L], 'easy' [1, min(2, L)]."
-    if rule == 'easy': return r.randint(1, min(2, L))
-    if rule == 'hard': return r.randint(L // 2 + 1, L)
-    return r.randint((L + 1) // 2, L)
+    if rule == 'easy': return 1 + _below(r, min(2, L))
+    if rule == 'hard': return L // 2 + 1 + _below(r, L - L // 2)
+    return (L + 1) // 2 + _below(r, L - (L + 1) // 2 + 1)
 
 _GEN = {'integer': _int, 'float': _float, 'fraction': _fraction}
 
 def _shared_prefix(r:random.Random, a:str) -> str:
     "A number with `a`'s shape that shares between half and all but one of its leading digits."
     digits = a.replace('.', ''); n = len(digits)
-    p = r.randint(n // 2, n - 1)
+    p = n // 2 + _below(r, n - n // 2)
     first_free = p == 0 and len(a.partition('.')[0]) > 1  # a leading position may not become 0
-    c = str(r.randrange(1 if first_free else 0, 10))
-    while c == digits[p]: c = str(r.randrange(1 if first_free else 0, 10))
-    rest = ''.join(str(r.randrange(10)) for _ in range(n - p - 1))
+    lo = 1 if first_free else 0
+    c = _DIGITS[lo + _below(r, 10 - lo)]
+    while c == digits[p]: c = _DIGITS[lo + _below(r, 10 - lo)]
+    rest = ''.join([_DIGITS[_below(r, 10)] for _ in range(n - p - 1)])
     new = digits[:p] + c + rest
     if '.' in a:
         il = len(a.partition('.')[0]); ip, dp = new[:il], new[il:]
-        if dp[-1] == '0': dp = dp[:-1] + str(r.randrange(1, 10))
+        if dp[-1] == '0': dp = dp[:-1] + _DIGITS[1 + _below(r, 9)]
         new = ip + '.' + dp
     return new
 
@@ -302,9 +315,9 @@ def _make_sampler(kind:str, rep:str, variant:str|None) -> Callable[[random.Rando
                 return (_decimal_fraction(r, L) if rep == 'fraction' else _scientific(r, L)), None
             big = kind in ('to_scientific', 'sig_fig')  # numbers >= 1
             a = _int(r, L, big) if rep == 'integer' else _float(r, L, nonzero_int=big)
-            if kind == 'get_digit': return a, str(r.randrange(len(a.replace('.', ''))))
-            if kind == 'count': return a, str(r.randrange(10))
-            if kind == 'sig_fig': return a, str(r.randint(2, max(2, len(str(_scaled_of(rep)(a)[0])))))
+            if kind == 'get_digit': return a, str(_below(r, len(a.replace('.', ''))))
+            if kind == 'count': return a, _DIGITS[_below(r, 10)]
+            if kind == 'sig_fig': return a, str(2 + _below(r, max(2, len(str(_scaled_of(rep)(a)[0]))) - 1))
             return a, None
         return single
     rule = 'easy' if variant == 'easy' else 'hard' if kind == 'multiply' else 'default'
@@ -444,20 +457,14 @@ def task_names(spec:str|Iterable[str]|None=None) -> list[str]:
         if t not in names: names.append(t)
     return names
 
-# %% ../nbs/02_nupa.ipynb #bf6b2bdf
-def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `Task`
-                  length:int, # length of the longer input number
-                  n:int=1000, # how many distinct items to draw at most
-                  seed:int=0, # the seed; with task and length it fixes the stream
-                 ) -> list[dict]:
-    "Up to `n` distinct NUPA items of `task` with the given length; a pure function of its arguments."
-    t = get_task(task)
+# %% ../nbs/02_nupa.ipynb #01911366
+def _draws(t:Task, length:int, n:int, seed:int) -> Iterator[tuple[str, str|None, str]]:
+    "The `(a, b, answer)` of the items of `t` at `length`: the generation loop that `generate_task` describes."
     if not 1 <= int(length) <= MAX_LENGTH: raise NumcookError(f"bad length {length}: lengths must lie in [1, {MAX_LENGTH}]")
-    r, seen, out = rng(seed, t.name, length), set(), []
+    r, seen, k = rng(seed, t.name, length), set(), 0
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
-    sample, gold, valid, question = t.sampler, t.gold_fn, t.valid, t.question
-    base = {'task': t.name, 'kind': t.kind, 'representation': t.representation, 'variant': t.variant, 'length': length}
-    while len(out) < n and idle < patience and budget > 0:
+    sample, gold, valid = t.sampler, t.gold_fn, t.valid
+    while k < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         ab = sample(r, length)
         if ab is None or ab in seen: continue
@@ -465,12 +472,35 @@ def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `
         a, b = ab
         ans = gold(a, b)
         if valid is not None and not valid(ans): continue
-        idle = 0
+        idle = 0; k += 1
+        yield a, b, ans
+
+def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `Task`
+                  length:int, # length of the longer input number
+                  n:int=1000, # how many distinct items to draw at most
+                  seed:int=0, # the seed; with task and length it fixes the stream
+                 ) -> list[dict]:
+    "Up to `n` distinct NUPA items of `task` with the given length; a pure function of its arguments."
+    t = get_task(task)
+    base = {'task': t.name, 'kind': t.kind, 'representation': t.representation, 'variant': t.variant, 'length': length}
+    out = []
+    for a, b, ans in _draws(t, length, n, seed):
         rec = {'id': f"{t.name}-{length}-{len(out)}", **base, 'a': a}
         if b is not None: rec['b'] = b
-        rec['question'] = question(a, b); rec['answer'] = ans; rec['seed'] = seed
+        rec['question'] = t.question(a, b); rec['answer'] = ans; rec['seed'] = seed
         out.append(rec)
     return out
+
+def task_lines(task:str|Task, length:int, n:int=1000, seed:int=0) -> str:
+    "`generate_task`'s items as JSON lines (joined by newlines), each exactly `json.dumps(item, ensure_ascii=False)`."
+    t, enc, lines = get_task(task), encode_basestring, []
+    mid = (f', "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
+           f'"variant": {enc(t.variant) if t.variant else "null"}, "length": {int(length)}, "a": ')
+    head, tail, question = f'{{"id": "{t.name}-{length}-', f', "seed": {json.dumps(seed)}}}', t.question
+    for i, (a, b, ans) in enumerate(_draws(t, length, n, seed)):
+        bq = '' if b is None else f', "b": {enc(b)}'
+        lines.append(f'{head}{i}"{mid}{enc(a)}{bq}, "question": {enc(question(a, b))}, "answer": {enc(ans)}{tail}')
+    return '\n'.join(lines)
 
 def _check_n(n) -> int:
     try: n = int(n)
@@ -499,6 +529,37 @@ def generate(tasks=None, # task names: a comma list, a list, 'all' / None (every
             ) -> list[dict]:
     "NUPA items as a list of dicts (task, kind, representation, variant, length, a, b, question, answer, id, seed)."
     return list(iter_generate(tasks, lengths, n, seed, show_progress))
+
+def _jobs(tasks, lengths, n) -> list[tuple[str, int, int]]:
+    "The (task, length, n) units of a request, in output order."
+    names, n = task_names(tasks), _check_n(n)
+    lens = None if lengths is None else parse_range(lengths, 'lengths', 1, MAX_LENGTH)
+    return [(t, L, n) for t in names for L in (lens or get_task(t).lengths)]
+
+def _unit_lines(job:tuple, seed:int=0) -> str:
+    "The JSON lines of one (task, length, n) unit (what a worker process makes)."
+    t, L, n = job
+    return task_lines(t, L, n, seed)
+
+def iter_lines(tasks=None, # task names: a comma list, a list, 'all' / None (every task) or 'nupa41'
+               lengths=None, # '1-20', a list of ints, or None for each task's own range
+               n:int=1000, # items per task and length
+               seed:int=0, # the generation seed
+               workers:int=1, # processes making (task, length) units in parallel; the output does not depend on it
+               show_progress:bool=False, # show a progress bar over (task, length) pairs
+              ) -> Iterator[str]:
+    "The items of `iter_generate` as blocks of JSON lines, one per (task, length), in the same order."
+    jobs = _jobs(tasks, lengths, n)
+    if workers < 1: raise NumcookError(f'bad --workers {workers}: give 1 or more processes')
+    bar = progress(total=len(jobs), desc='NUPA', unit='length', **({} if show_progress else {'disable': True}))
+    with bar:
+        if workers == 1:
+            for job in jobs: yield _unit_lines(job, seed); bar.update()
+            return
+        ctx = multiprocessing.get_context('fork' if 'fork' in multiprocessing.get_all_start_methods() else 'spawn')
+        with ctx.Pool(workers) as pool:
+            # units go to whichever worker is free, one at a time (they differ ten-fold in cost), and come back in order
+            for text in pool.imap(functools.partial(_unit_lines, seed=seed), jobs, chunksize=1): yield text; bar.update()
 
 def to_dataframe(records:Iterable[dict]):
     "The records as a pandas DataFrame (b is NaN for one-operand tasks)."
@@ -747,6 +808,7 @@ def _parser() -> argparse.ArgumentParser:
     pg.add_argument('--seed', type=int_arg(0), default=0, help='random seed (default 0)')
     pg.add_argument('--out', required=True, help='output .jsonl file (its settings go to .config.json beside it)')
     pg.add_argument('--yes', action='store_true', help=f'go ahead when the estimated output exceeds {GENERATE_LIMIT_BYTES / 1e9:g} GB')
+    pg.add_argument('--workers', type=int_arg(1, 256), default=1, help='processes generating in parallel (default 1); the output does not depend on it')
     ps = sub.add_parser('score', help='score predictions', description='Score predictions with the NUPA metrics.')
     ps.add_argument('predictions', help="JSON Lines of items with a 'prediction' field (or 'id' and 'prediction' with --test)")
     ps.add_argument('--test', default=None, help='the generated items, when predictions carry only id and prediction')
@@ -759,6 +821,14 @@ def generate_estimate(names:list[str], lengths:list[int]|None, n:int) -> tuple[i
     "(items, bytes) that `generate` will write at most: `n` per task and length, about 250 + 5 bytes per digit of length each."
     pairs = [(t, L) for t in names for L in (lengths or get_task(t).lengths)]
     return len(pairs) * n, sum(n * (250 + 5 * L) for _, L in pairs)
+
+def _write_blocks(blocks:Iterable[str], path:str|Path) -> int:
+    "Write blocks of JSON lines to `path` atomically, one write per block; the number of lines written."
+    n = 0
+    with atomic_file(path, 'w', encoding='utf-8', newline='\n') as f:
+        for b in blocks:
+            if b: f.write(b + '\n'); n += b.count('\n') + 1
+    return n
 
 def cli(argv:list[str]|None=None) -> int:
     "`numcook nupa list|generate|score`."
@@ -774,12 +844,9 @@ def cli(argv:list[str]|None=None) -> int:
         confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write up to {items:,} items (~{size / 1e9:,.1f} GB)", args.yes)
         cfg = {'_class': 'NupaGenerate', 'tasks': names, 'lengths': args.lengths, 'n': args.n, 'seed': args.seed}
         with OutputGuard(args.out, cfg, same=()) as out:        # any earlier file of this command is replaced, never another's
-            count = [0]
-            def counted(recs):
-                for r in recs: count[0] += 1; yield r
-            write_jsonl(counted(iter_generate(names, lengths, args.n, args.seed, show_progress=True)), args.out)
-            out.done(items=count[0])
-        print(f"wrote {count[0]} items of {len(names)} task(s) to {args.out}")
+            count = _write_blocks(iter_lines(names, lengths, args.n, args.seed, args.workers, show_progress=True), args.out)
+            out.done(items=count)
+        print(f"wrote {count} items of {len(names)} task(s) to {args.out}")
         return 0
     if args.out: check_not_input(args.out, args.predictions, args.test)
     table, limits, report = score_file(args.predictions, args.test)

@@ -260,13 +260,13 @@ def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None
     history = fit(model, tok, examples, cfg, callback=callback, stop_after=stop_after, finish=finish)
     return TrainResult(model, tok, fmt, history, out)
 
-def load_trained(path:str|Path, device:str|None=None):
-    "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint."
+def load_trained(path:str|Path, device:str|None=None, **kwargs):
+    "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint (`kwargs` go to the loader)."
     path = Path(path)
     if (path / 'final').is_dir(): path = path / 'final'
     elif not (path / 'config.json').exists() and (ck := latest_checkpoint(path)): path = ck
     cfg = load_config(TrainConfig, path / 'train_config.json') if (path / 'train_config.json').exists() else None
-    return (*load_model_and_tokenizer(str(path), device=device), cfg)
+    return (*load_model_and_tokenizer(str(path), device=device, **kwargs), cfg)
 
 # %% ../nbs/13_train.ipynb #272d47d1
 FIELD_CHECKS = {  # range checks of the numeric config fields, shared by `numcook train` and `numcook finetune` (flags and --config files)

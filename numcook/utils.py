@@ -401,6 +401,18 @@ class JsonlLog:
         if self.records is not None: self.records.append(json.loads(line))
         return True
 
+    def append_block(self, keys:list, text:str) -> int:
+        "Append JSON lines `text` (one per key, newline-separated) in one write, leaving out keys already present."
+        keys = [tuple(k) if isinstance(k, list) else k for k in keys]
+        if any(k in self.done for k in keys):
+            kept = [(k, line) for k, line in zip(keys, text.split('\n')) if k not in self.done]
+            keys, text = [k for k, _ in kept], '\n'.join(line for _, line in kept)
+        if not keys: return 0
+        self._write(text)
+        self.done.update(keys)
+        if self.records is not None: self.records.extend(json.loads(line) for line in text.split('\n'))
+        return len(keys)
+
     def _write(self, line:str):
         self._f.write(line + '\n'); self._f.flush()
         if self.fsync: os.fsync(self._f.fileno())

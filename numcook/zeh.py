@@ -13,14 +13,14 @@ from .utils import (NumcookError, Registry, JsonlLog, did_you_mean, read_jsonl, 
                            progress, to_jsonable, ArgParser, OutputGuard, atomic_write, check_output_path, confirm_large, int_arg, read_records)
 from .families import Family, Instance, Prompt, get_family, render, FAMILIES
 from .trie import Trie, build_trie, tree_mask, verified_nodes
-from .models import load_model_and_tokenizer
 from .runtime import left_pad, stop_ids
+from .backends import HFBackend, as_backend, greedy_choice, add_backend_args, backend_from_args, check_backend_args
 
 # %% auto #0
 __all__ = ['CHAT_TEMPLATE', 'DENSE_MASK_IMPLEMENTATIONS', 'STRATEGIES', 'RUN_LIMIT', 'toy_chat_tokenizer', 'toy_model', 'Item',
-           'Verifier', 'greedy_decode', 'judge', 'PrefixCache', 'tf_argmax', 'trie_logits', 'trie_argmax', 'Strategy',
-           'get_strategy', 'verify_batch', 'ZehConfig', 'size_instances', 'zero_error_horizon', 'summarize',
-           'size_instances_count', 'run_estimate', 'cli']
+           'Verifier', 'greedy_decode', 'judge', 'PrefixCache', 'tf_argmax', 'logprob_argmax', 'greedy_answers',
+           'trie_logits', 'trie_argmax', 'Strategy', 'get_strategy', 'verify_batch', 'ZehConfig', 'size_instances',
+           'zero_error_horizon', 'summarize', 'size_instances_count', 'run_estimate', 'cli']
 
 # %% ../nbs/22_zeh.ipynb #9b7ed563
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -64,18 +64,30 @@ class Item:
     answer_ids: list[int]  # canonical gold answer, tokenized
     budget: int            # max new tokens in greedy decoding
 
+def _plain_backend(tok):
+    "The `tokenizers` backend of `tok` when `tok(texts)` is exactly its `encode_batch` (a fast tokenizer that changes nothing), else False."
+    try: from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError: return False
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+    be = getattr(tok, '_tokenizer', None)
+    plain = (isinstance(tok, TokenizersBackend) and type(tok)._encode_plus is TokenizersBackend._encode_plus
+             and type(tok).__call__ is PreTrainedTokenizerBase.__call__ and hasattr(be, 'encode_batch_fast'))
+    return be if plain else False
+
 class Verifier:
-    "A model, tokenizer, family and prompt ready for exact verification."
+    "A model (or a `numcook.backends` backend), tokenizer, family and prompt ready for exact verification."
     def __init__(self, model, tokenizer, family:Family, prompt:Prompt, slack_tokens:int=8):
         if slack_tokens < 1: raise NumcookError(f"slack_tokens must be at least 1, got {slack_tokens}")
-        self.model, self.tok, self.family, self.prompt, self.slack = model, tokenizer, family, prompt, slack_tokens
+        self.backend = as_backend(model, tokenizer)
+        self.model = self.backend.model  # None when the model runs behind a server
+        self.tok, self.family, self.prompt, self.slack = tokenizer, family, prompt, slack_tokens
         self.chat = bool(getattr(tokenizer, 'chat_template', None))
-        self.stop_ids = stop_ids(model, tokenizer)
+        self.stop_ids = stop_ids(self.backend, tokenizer)  # the backend carries the model's generation config
         if not self.stop_ids: raise NumcookError("the tokenizer has no EOS token, so greedy decoding cannot end an answer")
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
-        p = next(model.parameters()); self.device = p.device
+        self.device = next(self.model.parameters()).device if self.model is not None else torch.device('cpu')
         self._stop_t = torch.tensor(self.stop_ids, device=self.device)
-        self._prefix = None
+        self._prefix, self._backend = None, None
     @property
     def prefix(self):
         "The shared prompt-prefix KV cache (created on first use)."
@@ -98,12 +110,20 @@ class Verifier:
     def item(self, inst:Instance) -> Item:
         "Tokenize `inst`'s prompt and gold answer; the gold tokens must decode back to the gold answer."
         return self.items([inst])[0]
+    def encode_many(self, texts:list[str], special:bool=False) -> list[list[int]]:
+        "Token ids of `texts`, exactly as `tokenizer(texts)` gives them; a fast tokenizer's backend is called without offsets."
+        if self._backend is None: self._backend = _plain_backend(self.tok)
+        be = self._backend
+        if not texts or not be: return self.tok(texts, add_special_tokens=special)['input_ids']
+        first = self.tok(texts[:1], add_special_tokens=special)['input_ids']   # (this call also sets the backend: no padding, no truncation)
+        ids = [e.ids for e in be.encode_batch_fast(texts, add_special_tokens=special)]
+        return ids if ids[:1] == first else self.tok(texts, add_special_tokens=special)['input_ids']
     def items(self, insts:list[Instance]) -> list[Item]:
         "`item` for many instances, tokenized in one batch call."
         if not insts: return []
-        ids = self.tok([self.render(i) for i in insts], add_special_tokens=not self.chat)['input_ids']
+        ids = self.encode_many([self.render(i) for i in insts], special=not self.chat)
         golds = sorted({i.gold for i in insts})
-        enc = dict(zip(golds, self.tok(golds, add_special_tokens=False)['input_ids']))
+        enc = dict(zip(golds, self.encode_many(golds)))
         for g, a in enc.items():
             if self.family.answer.parse(self.decode(a)) != g:
                 raise NumcookError(f"{self.family.name}: gold {g!r} does not survive tokenization")
@@ -142,6 +162,7 @@ def judge(v:Verifier, it:Item, preds:list[int]) -> tuple[str, str|None, str]:
     a = it.answer_ids
     for j, p in enumerate(preds):
         if j < len(a) and p == a[j]: continue
+        if p is None: return 'fallback', None, v.decode(a[:j])   # a tie: greedy decoding decides
         if p in v.stop_ids: text = v.decode(a[:j]); return 'done', text, text
         text = v.decode(a[:j] + [p])
         return ('fallback' if v.family.answer.viable(text, it.inst.gold) else 'wrong'), None, text
@@ -164,7 +185,9 @@ class PrefixCache:
         "Make the cached prefix a prefix of every item's prompt (minus its last token); return its length P."
         cand = list(items[0].prompt_ids[:-1]) if self.ids is None else self.ids
         for it in items:
-            k, p = 0, it.prompt_ids
+            p = it.prompt_ids
+            if len(cand) < len(p) and p[:len(cand)] == cand: continue        # the common case: already a prefix
+            k = 0
             while k < len(cand) and k < len(p) - 1 and cand[k] == p[k]: k += 1
             cand = cand[:k]
         if self.ids is None:
@@ -204,6 +227,24 @@ def tf_argmax(v:Verifier, items:list[Item], prefill:bool) -> list[list[int]]:
     am = logits.argmax(-1).tolist()
     off = L - keep
     return [am[r][s - off: s - off + len(it.answer_ids) + 1] for r, (it, s) in enumerate(zip(items, starts))]
+
+# %% ../nbs/22_zeh.ipynb #835e86e1
+def logprob_argmax(v:Verifier, items:list[Item]) -> list[list[int|None]]:
+    "Greedy choices after the last prompt token and each gold token, from the backend's prompt log-probabilities."
+    pos = v.backend.prompt_logprobs([it.prompt_ids + it.answer_ids for it in items])
+    if pos is None:
+        raise NumcookError(f"backend {v.backend.name!r} returns no prompt log-probabilities; use a greedy strategy (naive, batched, batched_la)")
+    return [[greedy_choice(p) for p in ps[len(it.prompt_ids) - 1:]] for it, ps in zip(items, pos)]
+
+def greedy_answers(v:Verifier, items:list[Item]) -> list[tuple[str, bool]]:
+    "Each item's greedy answer text and whether it stopped: decoded in this process, or by the backend's server."
+    if v.model is not None: return [(v.decode(ids), stopped) for ids, stopped in greedy_decode(v, items)]
+    out, by_budget = [None] * len(items), {}
+    for k, it in enumerate(items): by_budget.setdefault(it.budget, []).append(k)
+    for budget, ks in by_budget.items():
+        for k, c in zip(ks, v.backend.generate([items[k].prompt_ids for k in ks], budget, stop_ids=v.stop_ids)):
+            out[k] = (v.decode(c.token_ids) if c.token_ids is not None else c.text, c.finish == 'stop')
+    return out
 
 # %% ../nbs/22_zeh.ipynb #5c784990
 DENSE_MASK_IMPLEMENTATIONS = ('sdpa', 'eager')  # attention implementations that need the dense tree mask
@@ -262,7 +303,9 @@ for _s in [Strategy('naive', 'greedy', batch_size=1, doc='autoregressive greedy 
            Strategy('tf_la', 'tf', lookahead=True, doc='teacher forcing with fallback, across sizes'),
            Strategy('tf_prefill', 'tf', lookahead=True, prefill=True, doc='teacher forcing, look-ahead, prompt prefilling'),
            Strategy('trie', 'trie', lookahead=True, prefill=True, attn_implementation='sdpa',
-                    doc='trie verification with SDPA and a dense tree mask (plus TF, look-ahead, prefilling)')]:
+                    doc='trie verification with SDPA and a dense tree mask (plus TF, look-ahead, prefilling)'),
+           Strategy('logprobs', 'logprobs', lookahead=True,
+                    doc="teacher forcing from prompt log-probabilities (a server such as vLLM, or in-process), with fallback")]:
     STRATEGIES.register(_s.name, obj=_s)
 
 def _flashtree():
@@ -290,7 +333,9 @@ def verify_batch(v:Verifier, s:Strategy, items:list[Item]) -> list[dict]:
     res = [None] * len(items)
     if s.verify == 'greedy': todo = list(range(len(items)))
     else:
-        preds = trie_argmax(v, items, s.tree_kwargs) if s.verify == 'trie' else tf_argmax(v, items, s.prefill)
+        if s.verify == 'trie': preds = trie_argmax(v, items, s.tree_kwargs)
+        elif s.verify == 'logprobs': preds = logprob_argmax(v, items)
+        else: preds = tf_argmax(v, items, s.prefill)
         todo = []
         for k, (it, p) in enumerate(zip(items, preds)):
             verdict, ans, prefix = judge(v, it, p)
@@ -300,8 +345,7 @@ def verify_batch(v:Verifier, s:Strategy, items:list[Item]) -> list[dict]:
     bs = s.batch_size or len(items)
     for b in range(0, len(todo), bs):
         chunk = todo[b:b + bs]
-        for k, (ids, stopped) in zip(chunk, greedy_decode(v, [items[k] for k in chunk])):
-            ans = v.decode(ids)
+        for k, (ans, stopped) in zip(chunk, greedy_answers(v, [items[k] for k in chunk])):
             res[k] = dict(correct=stopped and v.family.is_correct(ans, items[k].inst.gold), answer=ans,
                           stopped=stopped, how='greedy' if s.verify == 'greedy' else f'{s.verify}+fallback')
     return res
@@ -313,7 +357,7 @@ class ZehConfig:
     model: str = ''                 # local path or hub id (recorded; the caller may pass a loaded model)
     family: str = 'multiplication'  # a registered family or 'nupa:<task>'
     prompt: str = 'baseline'        # prompt name within the family
-    strategy: str = 'trie'          # see STRATEGIES
+    strategy: str = 'tf_prefill'    # see STRATEGIES (the fastest exact one on CPU is the default)
     min_size: int = 1               # first size verified (the ZEH definition starts at 1)
     max_size: int = 99              # last size verified
     sample: int = 0                 # k > 0: a sampled horizon with k seeded instances per size; 0: exhaustive
@@ -356,12 +400,17 @@ def zero_error_horizon(model, tokenizer, cfg:ZehConfig, out_dir:str|Path|None=No
     _check(cfg)
     fam, strat = family or get_family(cfg.family), get_strategy(cfg.strategy)
     prompt, model_id = fam.prompt(cfg.prompt), model_id or cfg.model
-    strat.prepare(model)
     v = Verifier(model, tokenizer, fam, prompt, cfg.slack_tokens)
-    # the config records what the records were made with: the model's dtype and device as loaded, not 'auto'
-    cfg = dataclasses.replace(cfg, dtype=str(next(model.parameters()).dtype).replace('torch.', ''), device=v.device.type)
+    if v.model is None and strat.verify in ('tf', 'trie'):
+        raise NumcookError(f"strategy {cfg.strategy!r} needs the model in this process; through a server use 'logprobs' "
+                           f"(prompt log-probabilities) or a greedy strategy (naive, batched, batched_la)")
+    if v.model is not None: strat.prepare(v.model)
+    # the config records what the records were made with: the model's dtype and device as loaded (not 'auto'), or the
+    # server's backend name and no dtype, and the backend's description
+    desc = v.backend.describe()
+    cfg = dataclasses.replace(cfg, dtype=desc.get('dtype'), device=v.device.type if v.model is not None else desc['backend'])
     if out_dir is None: return _verify(v, strat, fam, cfg, model_id, None)
-    with OutputGuard(out_dir, cfg, same=_RESUME_SAME, folder=True) as guard:   # one writer; resumes only the same settings
+    with OutputGuard(out_dir, cfg, same=_RESUME_SAME, folder=True, backend=desc) as guard:   # one writer; resumes only the same settings
         summ = _verify(v, strat, fam, cfg, model_id, Path(out_dir))
         guard.done(evaluated=summ['evaluated'])
     return summ
@@ -394,12 +443,12 @@ def _verify(v:Verifier, strat:Strategy, fam:Family, cfg:ZehConfig, model_id:str,
         bar.close()
         if log is not None: log.close()
     seconds = time.perf_counter() - t0
-    timing = dict(strategy=cfg.strategy, seconds=round(seconds, 4), verified=n_new, device=str(v.device), dtype=cfg.dtype)
+    timing = dict(strategy=cfg.strategy, seconds=round(seconds, 4), verified=n_new, device=cfg.device, dtype=cfg.dtype)
     summ = summarize(records, cfg, [timing], family=fam)
     if summ['limiter'] is not None and summ['limiter']['answer'] is None:  # TF knew it was wrong; show the full answer
         n, idx = summ['limiter']['size'], summ['limiter']['index']
         lim = next(i for i in size_instances(fam, n, cfg) if i.index == idx)
-        ids, _ = greedy_decode(v, [v.item(lim)])[0]; summ['limiter']['answer'] = v.decode(ids)
+        summ['limiter']['answer'] = greedy_answers(v, [v.item(lim)])[0][0]
     if out_dir is not None:
         with open(out_dir / 'timings.jsonl', 'a') as f: f.write(json.dumps(timing) + '\n')
         summ = summarize(read_jsonl(out_dir / 'results.jsonl'), cfg, read_jsonl(out_dir / 'timings.jsonl'),
@@ -448,7 +497,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument('--model', required=True, help='local path or hub id of a causal LM')
     r.add_argument('--family', default=d.family, help="a family (see 'numcook zeh list') or nupa:<task>")
     r.add_argument('--prompt', default=d.prompt, help='prompt name within the family')
-    r.add_argument('--strategy', default=d.strategy, help='verification strategy')
+    r.add_argument('--strategy', default=None, help=f"verification strategy (default: {d.strategy} in-process, logprobs through a server)")
     r.add_argument('--min-size', type=int_arg(1), default=d.min_size, help='first size verified (default 1)')
     r.add_argument('--max-size', type=int_arg(1), default=d.max_size, help='last size verified (default 99)')
     r.add_argument('--sample', type=int_arg(0), default=d.sample, help='k>0: sampled horizon with k instances per size')
@@ -461,6 +510,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument('--dtype', default=d.dtype, help='float32, bfloat16 or float16')
     r.add_argument('--out', required=True, help='results folder (a rerun with the same settings resumes it)')
     r.add_argument('--yes', action='store_true', help=f'go ahead when the run could verify more than {RUN_LIMIT:,} instances')
+    add_backend_args(r, tokenizer=True)
     s = sub.add_parser('summary', help='print the summary of a results folder')
     s.add_argument('dir')
     sub.add_parser('list', help='list families, prompts and strategies')
@@ -495,19 +545,22 @@ def cli(argv:list[str]|None=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == 'run':
         from numcook.runtime import pick_device
-        cfg = ZehConfig(model=args.model, family=args.family, prompt=args.prompt, strategy=args.strategy,
+        strategy = args.strategy or (ZehConfig.strategy if args.backend == 'hf' else 'logprobs')
+        cfg = ZehConfig(model=args.model, family=args.family, prompt=args.prompt, strategy=strategy,
                         min_size=args.min_size, max_size=args.max_size, sample=args.sample, seed=args.seed,
                         stop=args.stop, batch_size=args.batch_size, slack_tokens=args.slack_tokens,
                         device=args.device, dtype=args.dtype)
         _check(cfg); fam = get_family(cfg.family); fam.prompt(cfg.prompt); get_strategy(cfg.strategy)
         if fam.count(cfg.min_size) is None and not cfg.sample:
             raise NumcookError(f"{fam.name}: instances are drawn by a generator; give a sampled horizon with --sample k")
-        pick_device(cfg.device); check_output_path(args.out, folder=True)
+        if check_backend_args(args) is HFBackend and not args.device_map: pick_device(cfg.device)
+        check_output_path(args.out, folder=True)
         n = run_estimate(fam, cfg)
         confirm_large(n, RUN_LIMIT, f"this run could verify up to {n:,} instances (sizes {cfg.min_size}-{cfg.max_size}"
                       f"{', if no size fails first' if cfg.stop == 'horizon' else ''})", args.yes)
-        model, tok = load_model_and_tokenizer(cfg.model, cfg.dtype, cfg.device, attn_implementation='sdpa')
-        summ = zero_error_horizon(model, tok, cfg, args.out)
+        backend = backend_from_args(args, cfg.model, need_tokenizer=True, device=cfg.device, dtype=cfg.dtype,
+                                    attn_implementation='sdpa')
+        summ = zero_error_horizon(backend, backend.tokenizer, cfg, args.out)
     elif args.cmd == 'summary': summ = _summary(Path(args.dir))
     elif args.cmd == 'list':
         for name in sorted(FAMILIES):
