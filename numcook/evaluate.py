@@ -4,18 +4,20 @@
 
 # %% ../nbs/14_evaluate.ipynb #27607d6e
 from __future__ import annotations
-import argparse
+import argparse, dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
-from .utils import JsonlLog, parse_range
+from .utils import JsonlLog, NumcookError, parse_range, progress
 from .formats import NumberFormat
 from .models import load_model_and_tokenizer
 from .metrics import item_metrics
 from .nupa import TASKS, check_prompt_style, make_prompt
-from .runtime import SAMPLING, pick_device
+from .runtime import SAMPLING, pick_device, torch_threads
 
 # %% auto #0
-__all__ = ['answer_representation', 'score_output', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'cli']
+__all__ = ['answer_representation', 'score_output', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'Experiment',
+           'run_experiment', 'run_experiments', 'experiment_timings', 'over_seeds', 'cli']
 
 # %% ../nbs/14_evaluate.ipynb #1c4ecde6
 def answer_representation(rec:dict) -> str|None:
@@ -91,6 +93,76 @@ def curve_rows(history:Sequence[dict], **labels) -> list[dict]:
             m, L = k.split('@')
             rows.setdefault((h['step'], int(L)), {**labels, 'step': h['step'], 'samples': h['samples'], 'length': int(L)})[m] = v
     return [rows[k] for k in sorted(rows)]
+
+# %% ../nbs/14_evaluate.ipynb #92257254
+@dataclass
+class Experiment:
+    "One training run and its evaluation, as `run_experiments` runs it."
+    cfg: object # the run's numcook.train.TrainConfig
+    pairs: list # training (prompt, answer) pairs
+    tests: list # test records: a `prompt` (or NUPA `question`) and an `answer`, plus any fields to group by
+    labels: dict = dataclasses.field(default_factory=dict) # columns added to every result row (variant, seed, ...)
+    prompt_style: str = 'compact' # how `evaluate` writes the test prompts
+    max_new_tokens: int|None = None # generation budget (None: from the longest answer)
+    eval_batch_size: int = 64 # prompts per generate call (kept fixed: batches are part of what is computed)
+    curve: bool = False # also score the model whenever training logs (every cfg.log_every steps)
+    final: bool = True # score the final model on `tests`
+
+def run_experiment(exp:Experiment) -> dict:
+    "Train `exp.cfg` on `exp.pairs`; the scored test records, curve rows and wall-clock seconds."
+    import time
+    from numcook.train import train
+    from numcook.tokenizers import number_tokenizer
+    cfg = exp.cfg
+    tok = number_tokenizer(cfg.tokenizer, cfg.k)
+    fmt = cfg.number_format
+    cb = length_callback(tok, exp.tests, fmt, exp.prompt_style, exp.eval_batch_size, exp.max_new_tokens) if exp.curve else None
+    t0 = time.perf_counter()
+    res = train(cfg, pairs=exp.pairs, tokenizer=tok, callback=cb)
+    t1 = time.perf_counter()
+    scored = evaluate(res.model, tok, exp.tests, fmt, exp.prompt_style, batch_size=exp.eval_batch_size,
+                      max_new_tokens=exp.max_new_tokens) if exp.final else []
+    t2 = time.perf_counter()
+    return {'labels': dict(exp.labels), 'records': [{**exp.labels, **r} for r in scored],
+            'curve': curve_rows(res.history, **exp.labels) if exp.curve else [],
+            'seconds': {'train': t1 - t0, 'eval': t2 - t1}}
+
+def _worker_init(threads:int):
+    import os
+    os.environ['NUMCOOK_PROGRESS'] = '0'  # one bar in the parent, none per run
+    import torch
+    torch.set_num_threads(threads)
+
+def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1) -> list[dict]:
+    "`run_experiment` on every experiment, in `workers` processes of `threads` torch threads; results in order."
+    exps = list(exps)
+    if workers < 1: raise NumcookError(f"workers must be at least 1, got {workers}")
+    if workers == 1 or len(exps) <= 1:
+        with torch_threads(threads): return [run_experiment(e) for e in progress(exps, desc='runs', unit='run')]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    ctx = multiprocessing.get_context('spawn')  # a fresh interpreter: no torch thread pool inherited through fork
+    # a worker that cannot start or dies ends the call with BrokenProcessPool instead of being respawned forever
+    with ProcessPoolExecutor(min(workers, len(exps)), mp_context=ctx, initializer=_worker_init, initargs=(threads,)) as pool:
+        return list(progress(pool.map(run_experiment, exps), total=len(exps), desc='runs', unit='run'))
+
+def experiment_timings(results:Sequence[dict], total:float):
+    "Wall-clock seconds of every run and of the whole job (`total`): the one table of a notebook that differs between runs."
+    import pandas as pd
+    rows = [{**r['labels'], 'train_s': round(r['seconds']['train'], 1), 'eval_s': round(r['seconds']['eval'], 1)} for r in results]
+    return pd.DataFrame(rows + [{'total_s': round(total, 1)}])
+
+# %% ../nbs/14_evaluate.ipynb #f3290c8d
+def over_seeds(rows, by:Sequence[str], metrics:Sequence[str]=('exact_match', 'digit_match', 'dlength')):
+    "Mean, standard error and number of seeds of per-seed `rows` (records or a DataFrame), one row per `by` group."
+    import pandas as pd
+    df = pd.DataFrame(rows)
+    g = df.groupby(list(by), sort=False)[list(metrics)]
+    out = pd.concat({'mean': g.mean(), 'sem': g.sem(ddof=1)}, axis=1)
+    out.columns = [f'{m}_{stat}' for stat, m in out.columns]
+    out = out[[f'{m}_{s}' for m in metrics for s in ('mean', 'sem')]]
+    out['seeds'] = g.size()
+    return out.reset_index()
 
 # %% ../nbs/14_evaluate.ipynb #62df3413
 def cli(argv:list[str]) -> int:

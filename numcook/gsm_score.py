@@ -8,11 +8,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from .utils import JsonlLog, NumcookError, progress
+from .utils import JsonlLog, NumcookError, concat_once, progress
 
 # %% auto #0
 __all__ = ['extract_answer', 'is_correct', 'accuracy_by_op', 'gsm_auc', 'average_score', 'SigmoidFit', 'sigmoid_fit', 'auc_table',
-           'gsm_prompt', 'score_reply', 'evaluate_model']
+           'gsm_prompt', 'score_reply', 'evaluate_model', 'read_results', 'model_scores']
 
 # %% ../nbs/44_gsm_score.ipynb #b55e39df
 _MARK = re.compile(r'answer\s*(?:is|:)', re.I)
@@ -147,3 +147,42 @@ def evaluate_model(model, tokenizer, problems:list[dict], out:str|Path, batch_si
     finally: bar.close(); log.close()
     ids = {p['id'] for p in problems}
     return [r for r in log.records if r['id'] in ids]
+
+# %% ../nbs/44_gsm_score.ipynb #554da70a
+def read_results(*paths:str|Path, model:str|None=None):
+    "Accuracy per (model, subset, context, op) from `numcook gsm eval --out` results (.jsonl) or `numcook gsm score --out` tables (.csv)."
+    import pandas as pd
+    if len(paths) != 1:
+        return concat_once((read_results(p, model=model) for p in paths), ['model', 'context', 'subset', 'op'],
+                           lambda r: f"two results files hold {r.model!r} at context {r.context}, {r.subset} op {r.op}: keep one")
+    import json
+    from numcook.utils import read_jsonl
+    path = Path(paths[0])
+    if not path.is_file():
+        raise NumcookError(f"no results file {str(path)!r}: give the .jsonl of `numcook gsm eval --out` or the .csv of `numcook gsm score --out`")
+    if model is None:  # the model the run evaluated (its last path part: no machine path), else the file's name
+        cfg = path.with_suffix('.config.json')
+        named = json.loads(cfg.read_text()).get('model') if cfg.is_file() else None
+        model = Path(str(named).rstrip('/')).name if named else path.name.split('.')[0]
+    if path.suffix == '.jsonl':
+        recs = read_jsonl(path)
+        bad = next((i for i, r in enumerate(recs, 1) if not {'subset', 'op', 'correct'} <= set(r)), None)
+        if bad: raise NumcookError(f"{path.name}: record {bad} has no subset, op or correct field: not the output of `numcook gsm eval`")
+        acc = accuracy_by_op(recs, by=('subset', 'context'))
+    elif path.suffix == '.csv':
+        acc = pd.read_csv(path)
+        missing = sorted({'subset', 'op', 'accuracy'} - set(acc.columns))
+        if missing: raise NumcookError(f"{path.name}: no column(s) {', '.join(missing)}: not the output of `numcook gsm score --out`")
+    else: raise NumcookError(f"{path.name}: expected a .jsonl (numcook gsm eval) or a .csv (numcook gsm score)")
+    if 'context' not in acc: acc['context'] = 0
+    if 'model' not in acc: acc.insert(0, 'model', model)
+    return acc[['model', 'subset', 'context', 'op'] + [c for c in ('n', 'correct', 'accuracy') if c in acc]]
+
+def model_scores(acc):
+    "Per model and context: each subset's AUC and their mean (the paper's averaged score over the subsets present)."
+    import pandas as pd
+    tab = auc_table(acc, by=('model', 'context', 'subset'))
+    wide = tab.pivot_table(index=['model', 'context'], columns='subset', values='auc', sort=False)
+    wide['average'] = [average_score({k: v for k, v in r.items() if pd.notna(v)}) for _, r in wide.iterrows()]
+    wide['subsets'] = [','.join(k for k, v in r.items() if k != 'average' and pd.notna(v)) for _, r in wide.iterrows()]
+    return wide.reset_index()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction as Q
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
-from .utils import NumcookError, Registry, did_you_mean, parse_range, progress, read_jsonl, rng
+from .utils import NumcookError, Registry, concat_once, did_you_mean, parse_range, progress, read_jsonl, rng
 from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scientific
 from .metrics import ANSWER_REGEX, METRICS, item_metrics, range_of, well_learned_digits, performance_preserving_digits
 from .utils import ArgParser, OutputGuard, atomic_file, check_not_input, confirm_large, int_arg, read_records
@@ -21,7 +21,7 @@ __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DI
            'OPERATORS', 'GENERATE_LIMIT_BYTES', 'Task', 'get_task', 'task_names', 'generate_task', 'task_lines',
            'iter_generate', 'generate', 'iter_lines', 'to_dataframe', 'summarize_task', 'summarize',
            'check_prompt_style', 'compact_prompt', 'make_prompt', 'score_items', 'score', 'digit_limits',
-           'read_predictions', 'score_file', 'task_table', 'generate_estimate', 'cli']
+           'read_predictions', 'score_file', 'read_eval_results', 'task_table', 'generate_estimate', 'cli']
 
 # %% ../nbs/02_nupa.ipynb #2c31e9d9
 CATEGORIES = {  # the 17 task kinds, grouped into the paper's four ability categories (Table 1 order)
@@ -756,6 +756,35 @@ def score_file(path:str|Path, # JSON Lines of items with predictions (or just id
     report = f"scored {len(items)} items of {items['task'].nunique()} task(s); {len(problems)} problem(s)"
     if problems: report += ':\n  ' + '\n  '.join(problems[:20]) + (f"\n  ... {len(problems) - 20} more" if len(problems) > 20 else '')
     return score(items), digit_limits(items), report
+
+# %% ../nbs/02_nupa.ipynb #e83a2b50
+def read_eval_results(*paths:str|Path, model:str|None=None):
+    "Per-(model, task, length) metrics of `numcook eval --out` runs, from their scored .jsonl or .summary.csv files."
+    import pandas as pd
+    if len(paths) != 1:
+        return concat_once((read_eval_results(p, model=model) for p in paths), ['model', 'task', 'length'],
+                           lambda r: f"two results files are both named {r.model!r} with {r.task} at {r.length} digits: rename one")
+    path = Path(paths[0])
+    if not path.is_file():
+        raise NumcookError(f"no results file {str(path)!r}: give the .jsonl of `numcook eval --out` or the .summary.csv beside it")
+    model = model or path.name.split('.')[0]
+    if path.suffix == '.jsonl':
+        recs, problems = read_predictions(path)
+        if not recs: raise NumcookError(f"{path.name}: no scored NUPA records" + (f" ({problems[0]})" if problems else ''))
+        items = score_items(recs)
+        per_len = items.groupby(['task', 'length', 'range'], sort=False)[list(METRICS)].mean()
+        per_len.insert(0, 'n', items.groupby(['task', 'length', 'range'], sort=False).size())
+        per_len = per_len.reset_index()
+    elif path.suffix == '.csv':
+        per_len = pd.read_csv(path)
+        missing = sorted({'task', 'length', *METRICS} - set(per_len.columns))
+        if missing: raise NumcookError(f"{path.name}: no column(s) {', '.join(missing)}: not a `numcook eval` summary")
+        per_len['task'] = [get_task(t).name for t in per_len.task]
+        per_len['range'] = [range_of(int(L), get_task(t).max_length) for t, L in zip(per_len.task, per_len.length)]
+    else: raise NumcookError(f"{path.name}: expected the .jsonl of `numcook eval --out` or its .summary.csv")
+    per_len.insert(0, 'model', model)
+    cols = ['model', 'task', 'length', 'range'] + ['n'] * ('n' in per_len) + list(METRICS)
+    return per_len[cols].sort_values(['task', 'length'], kind='stable').reset_index(drop=True)
 
 # %% ../nbs/02_nupa.ipynb #ddb8c81d
 def task_table():

@@ -16,7 +16,7 @@ __all__ = ['NumcookError', 'warn', 'did_you_mean', 'ArgParser', 'int_arg', 'floa
            'atomic_write', 'to_jsonable', 'config_dict', 'save_config', 'config_mismatch', 'sidecar_path',
            'has_results', 'check_resume', 'load_config', 'check_record', 'output_complete', 'read_records',
            'check_not_input', 'read_jsonl', 'write_jsonl', 'JsonlLog', 'OutputLock', 'check_output_path', 'OutputGuard',
-           'confirm_large']
+           'confirm_large', 'concat_once']
 
 # %% ../nbs/00_utils.ipynb #be2d5fef
 class NumcookError(ValueError):
@@ -557,3 +557,12 @@ def confirm_large(amount:float, # the estimated amount of work (items, instances
     if amount <= limit: return
     if not yes: raise NumcookError(f"{describe}, more than this command does without asking; add --yes to go ahead, or ask for less")
     print(f"numcook: {describe}; going ahead (--yes)", file=sys.stderr)
+
+# %% ../nbs/00_utils.ipynb #0dec3507
+def concat_once(frames, keys:list[str], what:Callable[[object], str]):
+    "Concatenate DataFrames, refusing rows that repeat `keys`; `what(row)` words the one-line error."
+    import pandas as pd
+    df = pd.concat(list(frames), ignore_index=True)
+    twice = df[df.duplicated(keys)]
+    if len(twice): raise NumcookError(what(twice.iloc[0]))
+    return df

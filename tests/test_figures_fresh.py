@@ -12,10 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Notebooks that do not write a fingerprinted config.json yet (numcook.gallery.write_config). Each is expected to be
 # stale; once it writes one and its figures are regenerated, the strict xfail turns into a failure until its name
 # is removed here, so the list can only shrink.
-NOT_YET_FINGERPRINTED = {
-    'cookbook_fig4_tokenizers', 'cookbook_tab12_15_pe', 'cookbook_tab16_17_formats', 'cookbook_tab3_rfcot',
-    'gsm_auc', 'gsm_examples', 'nupa_tables', 'nupa_test',
-}
+NOT_YET_FINGERPRINTED: set[str] = set()
 
 
 def _param(nb):

@@ -1,7 +1,11 @@
 import json
 from pathlib import Path
 import pandas as pd
+import pytest
 from numcook.repro import run_notebook
+from numcook.gsm import cli, generate
+from numcook.gsm_score import gsm_prompt
+from numcook.utils import read_jsonl
 
 REPRO = Path(__file__).resolve().parents[1] / 'papers_repro'
 
@@ -9,12 +13,14 @@ REPRO = Path(__file__).resolve().parents[1] / 'papers_repro'
 def test_gsm_examples_notebook(tmp_path):
     out = tmp_path / 'fig'
     run_notebook(REPRO / 'gsm_examples.ipynb', tmp_path / 'run',
-                 params=dict(out_dir=str(out), ops='2,4', per_op=1, contexts='0,1500', draw_op=3, draw_context='1200'))
+                 params=dict(out_dir=str(out), ops='2,4', per_op=1, contexts='0,1500', draw_op=3, draw_context='1200', dpi=40))
     stats = pd.read_csv(out / 'sample_stats.csv')
     assert set(stats.subset) == {'symbolic', 'medium', 'hard'} and set(stats.target) == {0, 1500}
     assert (stats.length[stats.target > 0] <= 1500).all() and (stats.noise_sentences[stats.target > 0] > 0).all()
-    assert (out / 'example_graphs.png').stat().st_size > 10000 and (out / 'noise_composition.png').exists()
-    assert json.loads((out / 'config.json').read_text())['contexts'] == ['0', '1500']
+    assert (out / 'example_graphs.png').stat().st_size > 5000 and (out / 'noise_composition.png').exists()
+    assert json.loads((out / 'config.json').read_text())['params']['contexts'] == '0,1500'
+    claims = pd.read_csv(out / 'claims.csv', keep_default_na=False)
+    assert len(claims) == 4 and claims.set_index('claim').supported['Medium and Hard problems are written with three templates'] == 'yes'
 
 
 def test_gsm_auc_notebook_from_accuracy_file(tmp_path):
@@ -23,10 +29,67 @@ def test_gsm_auc_notebook_from_accuracy_file(tmp_path):
     pd.DataFrame(dict(subset=['hard'] * 10 + ['medium'] * 10, op=ops * 2,
                       accuracy=[1, 1, 1, .5, .5, 0, 0, 0, 0, 0] + [1, 1, .9, .8, .5, .3, .1, .04, 0, 0])).to_csv(acc, index=False)
     out = tmp_path / 'fig'
-    run_notebook(REPRO / 'gsm_auc.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), acc_files=str(acc)))
+    run_notebook(REPRO / 'gsm_auc.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), acc_files=str(acc), dpi=40))
     tab = pd.read_csv(out / 'auc_long.csv').set_index('subset')
     assert tab.auc['hard'] == 400.0                      # 3 x 100% + 2 x 50%, stop at op 7
     assert abs(tab.auc['medium'] - 460.0) < 1e-9          # 100+100+90+80+50+30+10, stop at op 9 (4%)
+    assert set(tab.model) == {'acc'}
     fits = pd.read_csv(out / 'sigmoid_fits.csv')
     assert (fits.r2 > 0.9).all()
-    assert (out / 'accuracy_vs_op.png').exists() and (out / 'auc_bars.png').exists()
+    assert (out / 'accuracy_vs_op.png').exists()
+    assert json.loads((out / 'config.json').read_text())['params']['acc_files'] == 'acc.csv'   # no machine path
+
+
+def test_gsm_auc_default_checks_table1(tmp_path):
+    out = tmp_path / 'fig'
+    run_notebook(REPRO / 'gsm_auc.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), dpi=40))
+    rec = pd.read_csv(out / 'table1_hard_sigmoids.csv').set_index('model')
+    assert len(rec) == 18 and not rec.checked['DeepSeek-R1'] and rec.checked.sum() == 17
+    assert rec.largest_miss[rec.checked].max() < 0.1     # three conditions, three parameters: met nearly exactly
+    claims = pd.read_csv(out / 'claims.csv')
+    assert claims.supported[0] == 'yes'                  # the printed score is the mean of the printed AUCs
+
+
+@pytest.fixture(scope='module')
+def eval_results(tmp_path_factory):
+    "`numcook gsm eval` results of a random tiny GPT-2 on Symbolic problems, its replies then replaced by correct ones for ops 2-3."
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    d = tmp_path_factory.mktemp('gsm_eval')
+    texts = [gsm_prompt(p) for p in generate('symbolic', '2-3', 2)]
+    tk = Tokenizer(models.BPE()); tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False); tk.decoder = decoders.ByteLevel()
+    tk.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=['<eos>'], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token='<eos>')
+    model_dir = d / 'Tiny-LM'
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=1024, n_embd=16, n_layer=1, n_head=2)).save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    probs, res = d / 'p.jsonl', d / 'res.jsonl'
+    assert cli(['generate', '--subset', 'symbolic', '--ops', '2-5', '--per-op', '2', '--out', str(probs)]) == 0
+    assert cli(['eval', '--model', str(model_dir), '--problems', str(probs), '--out', str(res), '--max-new-tokens', '2']) == 0
+    return probs, res
+
+
+def test_gsm_leaderboards_default(tmp_path):
+    out = tmp_path / 'fig'
+    run_notebook(REPRO / 'gsm_leaderboards.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), dpi=40))
+    z = pd.read_csv(out / 'zero_noise.csv')
+    assert len(z) == 18 and z['rank'].tolist() == list(range(1, 19)) and z.model[0] == 'DeepSeek-R1'
+    long = pd.read_csv(out / 'long_context.csv')
+    assert len(long) == 40 and set(long.source) == {'Table 1', 'Table 2'}
+    assert set(pd.read_csv(out / 'claims.csv').supported) == {'yes'}
+
+
+def test_gsm_leaderboards_place_a_model_from_gsm_eval(tmp_path, eval_results):
+    probs, res = eval_results
+    # the random model gets nothing right: give it the right answer for ops 2 and 3, as `gsm score` would score them
+    recs = read_jsonl(res)
+    fixed = tmp_path / 'fixed.jsonl'
+    fixed.write_text(''.join(json.dumps({**r, 'correct': r['op'] <= 3}) + '\n' for r in recs))
+    (tmp_path / 'fixed.config.json').write_text(json.dumps({**json.loads(res.with_suffix('.config.json').read_text()), 'model': 'org/Tiny-LM-fixed'}))
+    out = tmp_path / 'fig'
+    run_notebook(REPRO / 'gsm_leaderboards.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), results=f'{res},{fixed}', dpi=40))
+    z = pd.read_csv(out / 'zero_noise.csv').set_index('model')
+    assert z.kind['Tiny-LM'] == 'yours' and z.source['Tiny-LM'] == 'this run (symbolic)'
+    assert z.symbolic['Tiny-LM'] == 0.0 and z.symbolic['Tiny-LM-fixed'] == 200.0   # nothing right; 100% at ops 2 and 3, 0% at op 4
+    assert z['rank']['Tiny-LM-fixed'] == 19 and z['rank']['Tiny-LM'] == 20
+    assert json.loads((out / 'config.json').read_text())['params']['results'] == 'res.jsonl,fixed.jsonl'

@@ -20,20 +20,32 @@ def test_nupa_tables(tmp_path):
     assert t5.loc['Int', 'Truediv'] == 'Fr' and t5.loc['Frac', 'To Float'] == 'Fl' and t5.loc['Int', 'Length'] == 'i'
     t6 = pd.read_csv(out / 'table6_easy_hard.csv', index_col=0)
     assert (t6 == 'H').sum().sum() == 19 and (t6 == 'E').sum().sum() == 22
-    assert (out / 'nupa_tasks.png').stat().st_size > 5000 and json.loads((out / 'config.json').read_text())['dpi'] == 40
-    assert (tmp_path / 'run' / 'nupa_tables.ipynb').exists()
+    assert (out / 'nupa_tasks.png').stat().st_size > 5000 and json.loads((out / 'config.json').read_text())['params']['dpi'] == 40
+    # every cell of the four regenerated tables against the paper's printed ones (Table 6 prints only its 41 H/E cells)
+    cmp = pd.read_csv(out / 'paper_vs_registry.csv')
+    assert cmp.groupby('table').size().to_dict() == {'Table 1': 68, 'Table 4': 68, 'Table 5': 68, 'Table 6': 41} and cmp.agree.all()
+    assert set(pd.read_csv(out / 'claims.csv').supported) == {'yes'}
 
 
 def test_nupa_test_shrunk(tmp_path):
     out = tmp_path / 'fig'
     run_notebook(NBS / 'nupa_test.ipynb', tmp_path / 'run',
-                 {'out_dir': str(out), 'n': 12, 'max_length': 6, 'tasks': 'nupa41', 'workers': 1, 'dpi': 40})
+                 {'out_dir': str(out), 'n': 12, 'max_length': 6, 'tasks': 'nupa41', 'workers': 1, 'dpi': 40,
+                  'steps': 4, 'eval_n': 3, 'eval_lengths': '1-6'})
     per_task = pd.read_csv(out / 'items_per_task.csv', index_col=0)
     assert list(per_task.index) == NUPA_41
     assert per_task.loc['add_integer', 'S'] == 4 * 12 and per_task.loc['add_integer', 'M'] == 2 * 12
     assert per_task.loc['length_integer', 'S'] == 10 + 5 * 12  # one-digit integers: only 0..9
     per_len = pd.read_csv(out / 'items_per_length.csv')
     assert per_len['items'].max() == 12 and per_len['length'].max() == 6
-    for f in ('items_per_length.png', 'answer_chars_per_range.png', 'items_per_range.csv', 'sample_items.jsonl'):
+    for f in ('items_per_length.png', 'answer_chars_per_range.png', 'items_per_range.csv', 'sample_items.jsonl', 'tiny_model_slice.png'):
         assert (out / f).stat().st_size > 0
-    assert json.loads((out / 'config.json').read_text())['n'] == 12
+    assert json.loads((out / 'config.json').read_text())['params']['n'] == 12
+    # the tiny model's slice: 3 items per length, scored per range, beside the paper's LLMs on the same task
+    per_len_eval = pd.read_csv(out / 'tiny_model_per_length.csv')
+    assert per_len_eval.length.tolist() == [1, 2, 3, 4, 5, 6] and per_len_eval.exact_match.between(0, 1).all()
+    beside = pd.read_csv(out / 'slice_beside_llms.csv')
+    assert {'Llama-3.1-8B (Table 10)', 'Llama-3.1-8B-ft (Table 18)'} <= set(beside.label)
+    assert beside[(beside.label == 'Llama-3.1-8B (Table 10)') & (beside.range == 'M')].exact_match.item() == 0.38
+    claims = pd.read_csv(out / 'claims.csv')
+    assert claims.supported[0] == 'yes' and len(claims) == 4

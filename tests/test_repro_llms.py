@@ -1,0 +1,66 @@
+"The notebook of the Number Cookbook's LLM results: the published numbers alone, and beside a tiny model's `numcook eval` output."
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numcook.repro import run_notebook
+from numcook.nupa import read_eval_results, digit_limits
+from numcook.utils import read_jsonl
+
+NB = Path(__file__).resolve().parents[1] / 'papers_repro' / 'cookbook_tab7_10_llms.ipynb'
+
+
+@pytest.fixture(scope='module')
+def tiny_eval(tmp_path_factory):
+    "`numcook train` a micro model for a few steps, then `numcook eval --out` it on integer addition of 1-3 digits."
+    from numcook.train import cli as train_cli
+    from numcook.evaluate import cli as eval_cli
+    d = tmp_path_factory.mktemp('tiny_eval')
+    assert train_cli(['--model-size', 'micro', '--steps', '3', '--batch-size', '4', '--n-per-length', '20', '--log-every', '3',
+                      '--out-dir', str(d / 'run')]) == 0
+    out = d / 'tiny-adder.jsonl'
+    assert eval_cli([str(d / 'run'), '--tasks', 'add_integer,max_integer', '--lengths', '1-3', '--n', '4', '--out', str(out), '--device', 'cpu']) == 0
+    return out
+
+
+def test_reader_matches_what_eval_stored(tiny_eval):
+    per_len = read_eval_results(tiny_eval)
+    recs = pd.DataFrame(read_jsonl(tiny_eval))
+    stored = recs.groupby(['task', 'length'])[['exact_match', 'digit_match', 'dlength']].mean().reset_index()
+    merged = per_len.merge(stored, on=['task', 'length'], suffixes=('', '_stored'))
+    assert len(merged) == 6 and set(per_len.model) == {'tiny-adder'} and (per_len.n == 4).all()
+    for m in ('exact_match', 'digit_match', 'dlength'): assert (merged[m] - merged[f'{m}_stored']).abs().max() < 1e-12
+    from_summary = read_eval_results(tiny_eval.with_suffix('.summary.csv'))
+    assert (from_summary[['exact_match', 'digit_match', 'dlength']].values == per_len[['exact_match', 'digit_match', 'dlength']].values).all()
+
+
+def test_published_numbers_alone(tmp_path):
+    out = tmp_path / 'fig'
+    run_notebook(NB, tmp_path / 'run', {'out_dir': str(out), 'dpi': 40})
+    limits = pd.read_csv(out / 'digit_limits.csv')
+    assert set(limits.source) == {'Table 7', 'Table 8', 'Table 9'}
+    row = limits[(limits.source == 'Table 8') & (limits.model == 'GPT-4o') & (limits.task == 'add_integer')].iloc[0]
+    assert (row.wld, row.ppd) == (10, 20)
+    ranges = pd.read_csv(out / 'ranges.csv')
+    assert ranges[(ranges.model == 'Qwen2-7B') & (ranges.setting == '5-shot') & (ranges.task == 'add_integer') & (ranges.range == 'M')].exact_match.item() == 0.82
+    claims = pd.read_csv(out / 'claims.csv')
+    assert len(claims) == 6 and 'your models' not in ' '.join(claims.run_evidence)
+    for f in ('fig2_ranges.png', 'tab7_9_digit_limits.png'): assert (out / f).stat().st_size > 10000
+
+
+def test_a_users_model_beside_the_llms(tmp_path, tiny_eval):
+    out = tmp_path / 'fig'
+    run_notebook(NB, tmp_path / 'run', {'out_dir': str(out), 'results': str(tiny_eval), 'dpi': 40})
+    ranges = pd.read_csv(out / 'ranges.csv')
+    mine = ranges[ranges.source == 'this run']
+    assert set(mine.model) == {'tiny-adder'} and set(mine.task) == {'add_integer', 'max_integer'} and set(mine.range) == {'S'}
+    limits = pd.read_csv(out / 'digit_limits.csv')
+    yours = limits[limits.source == 'this run']
+    expected = digit_limits(read_eval_results(tiny_eval)).set_index('task')
+    for r in yours[yours.metric == 'exact_match'].itertuples():
+        assert (r.wld, r.ppd) == (expected.exact_match_wld[r.task], expected.exact_match_ppd[r.task]) and r.longest_tested == 3
+    assert 'your models' in pd.read_csv(out / 'claims.csv').run_evidence[0]
+    cfg = json.loads((out / 'config.json').read_text())
+    assert cfg['params']['results'] == 'tiny-adder.jsonl' and cfg['data'] == ['external:tiny-adder.jsonl']
