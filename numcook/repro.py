@@ -10,8 +10,8 @@ from pathlib import Path
 from .utils import NumcookError, JsonlLog, did_you_mean, progress, OutputLock, atomic_write, param
 
 # %% auto #0
-__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'kernels_over_ipc', 'run_notebook', 'write_index', 'run_all',
-           'ReproCommand', 'repro_command']
+__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'run_notebook', 'write_index', 'run_all', 'ReproCommand',
+           'repro_command']
 
 # %% ../nbs/91_repro.ipynb #b25fdfe9
 def repo_root(start:str|Path|None=None) -> Path:
@@ -34,18 +34,9 @@ def notebook_title(path:Path) -> str:
     return Path(path).stem
 
 # %% ../nbs/91_repro.ipynb #8bdf204c
-def kernels_over_ipc():
-    "Start this process's Jupyter kernels on IPC sockets beside their connection files instead of TCP ports."
-    # A kernel's five TCP ports are picked free in the parent and bound later by the kernel: two kernels starting
-    # at once (papermill runs, the docs build's workers, tests side by side) can pick the same port, and the
-    # second dies with "Address already in use". Socket files named after the unique connection file cannot clash.
-    from jupyter_client.manager import KernelManager
-    KernelManager.class_traits()['transport'].default_value = 'ipc'
-
 def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_output:bool=False) -> dict:
     "Execute notebook `nb` with papermill into `run_dir`, overriding the `params` it declares."
     import papermill as pm
-    kernels_over_ipc()
     nb, run_dir = Path(nb), Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     declared = pm.inspect_notebook(str(nb))

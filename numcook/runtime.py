@@ -63,7 +63,7 @@ def _wants_bos(tokenizer, add_bos:bool|None) -> bool:
 @torch.no_grad()
 def generate(model, # a transformers causal LM
              tokenizer, # its tokenizer (left unchanged)
-             prompts:Sequence[str], # the texts to continue
+             prompts:Sequence[str|list[int]], # the texts (or token ids) to continue
              max_new_tokens:int=32, # most tokens generated per prompt
              batch_size:int=16, # prompts per model.generate call
              sampling:str='greedy', # a key of SAMPLING
@@ -78,7 +78,8 @@ def generate(model, # a transformers causal LM
         raise NumcookError(f"batch_size and max_new_tokens must be at least 1, got {batch_size} and {max_new_tokens}")
     dev = next(model.parameters()).device
     bos = _wants_bos(tokenizer, add_bos)
-    enc = [encode(tokenizer, p, seed=derive_seed(seed, 'eval-tokens', p), add_bos=bos) for p in prompts]
+    enc = [list(p) if not isinstance(p, str) else encode(tokenizer, p, seed=derive_seed(seed, 'eval-tokens', p), add_bos=bos)
+           for p in prompts]
     if not all(enc): raise NumcookError(f"prompt {[len(e) for e in enc].index(0)} has no tokens; an empty prompt needs add_bos=True")
     stops = stop_ids(model, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (stops[0] if stops else 0)

@@ -66,7 +66,7 @@ def test_cli_eval_and_score(tmp_path, tiny_lm, capsys):
     rows = read_jsonl(res / 'results.jsonl')
     assert len(rows) == 4 and all(r['prompt'].startswith('Problem: ') and 'reply' in r and 'gold' in r for r in rows)
     cfg = json.loads((res / 'config.json').read_text())
-    assert cfg['decoding']['max_new_tokens'] == 3 and cfg['_complete'] and cfg['weights_sha256']
+    assert cfg['decoding']['max_new_tokens'] == 3 and cfg['_complete'] and cfg['backend']['weights']['sha256']
     assert {'summary.csv', 'summary.json'} <= {p.name for p in res.iterdir()}
     with pytest.raises(NumcookError, match=r'different settings: .*decoding'):      # results of other settings never mix
         eval_cli(['gsm', '--model', str(d), '--problems', str(f), '--out', str(res), '--max-new-tokens', '5'])

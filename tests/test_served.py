@@ -1,0 +1,244 @@
+"""Served models, for real: a vLLM server on 127.0.0.1 against numcook's in-process backend (generation, prompt
+log-probabilities, ZEH, the three evaluation commands), retries through a fault-injecting proxy, and
+lm-evaluation-harness on the exported tasks.
+
+The server demands an API key (`VLLM_API_KEY`); numcook reads it from the variable named by `--api-key-env`,
+and no file written may contain it. Run with `make test-served` (it builds `.venv-served` with vLLM and lm-eval,
+then runs `pytest -m served`). To run them against a server you started yourself, set NUMCOOK_SERVED_BASE_URL
+and NUMCOOK_SERVED_MODEL_DIR (the folder it serves, written by `served_helpers.answer_model`; the key below)."""
+import json, os, subprocess, sys, urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+import pytest
+import torch
+from numcook.backends import HFBackend, OpenAIBackend, RetryPolicy, greedy_choice
+from numcook.evaluate import evaluate
+from numcook.nupa import generate as nupa_generate, make_prompt
+from numcook.gsm import generate as gsm_generate
+from numcook.gsm_score import gsm_prompt
+from numcook.utils import NumcookError, write_jsonl, read_jsonl
+from numcook.zeh import ZehConfig, zero_error_horizon
+from served_helpers import ROOT, FaultProxy, VllmServer, answer_model, served_python
+from zeh_helpers import scripted_family, expected_horizon
+
+pytestmark = pytest.mark.served
+torch.set_num_threads(1)
+KEY_VAR, KEY = 'NUMCOOK_TEST_API_KEY', 'sk-test-never-written-4f9c1'
+os.environ[KEY_VAR] = KEY
+NUMCOOK = str(Path(sys.executable).parent / 'numcook')   # the console script of this environment
+
+
+@pytest.fixture(scope='session')
+def served(tmp_path_factory):
+    "A vLLM server serving a tiny digits-only Qwen2, and the same model in this process."
+    if not (os.environ.get('NUMCOOK_SERVED_PYTHON') or os.environ.get('NUMCOOK_SERVED_BASE_URL')):
+        pytest.skip('served-model tests need a vLLM server: run `make test-served` (it builds .venv-served)')
+    if os.environ.get('NUMCOOK_SERVED_BASE_URL'):
+        d = Path(os.environ['NUMCOOK_SERVED_MODEL_DIR'])
+        yield _served(d, os.environ['NUMCOOK_SERVED_BASE_URL']); return
+    if served_python() is None: pytest.skip(f"no vLLM environment at {os.environ['NUMCOOK_SERVED_PYTHON']}: run `make env-served`")
+    root = tmp_path_factory.mktemp('served')
+    model, tok = answer_model()
+    model.save_pretrained(root / 'model'); tok.save_pretrained(root / 'model')
+    server = VllmServer(root / 'model', root / 'vllm.log', KEY).start()
+    try: yield _served(root / 'model', server.base_url)
+    finally: server.stop()
+
+
+def _served(model_dir, url):
+    hf = HFBackend.load(str(model_dir), 'cpu', 'float32')
+    srv = OpenAIBackend(url, str(model_dir), KEY_VAR, tokenizer=hf.tokenizer, max_concurrency=4)
+    return SimpleNamespace(dir=str(model_dir), url=url, hf=hf, srv=srv, tok=hf.tokenizer)
+
+
+def numcook(*args):
+    "Run the numcook command line in a fresh process; its completed process."
+    r = subprocess.run([NUMCOOK, *map(str, args)], capture_output=True, text=True,
+                       env={**os.environ, 'NUMCOOK_PROGRESS': '0'}, cwd=ROOT, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def test_server_tokenizes_exactly_as_saved(served):
+    "vLLM loads the saved tokenizer as it is: the same ids for text and for a rendered chat."
+    def tokenize(body):
+        req = urllib.request.Request(served.url.removesuffix('/v1') + '/tokenize', json.dumps({'model': served.dir, **body}).encode(),
+                                     {'Content-Type': 'application/json', 'Authorization': f'Bearer {KEY}'})
+        with urllib.request.urlopen(req) as r: return json.loads(r.read())['tokens']
+    text = 'What is 12,345 + 678? Answer: 13023'
+    assert tokenize({'prompt': text}) == served.tok(text)['input_ids']
+    msgs = [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': '3*7='}]
+    assert tokenize({'messages': msgs, 'add_generation_prompt': True}) == served.tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)['input_ids']
+
+
+def _prompts():
+    nupa = nupa_generate('add_integer,max_integer,sig_integer', [1, 2, 3], 4, 0)
+    gsm = list(gsm_generate('medium', '2-3', 2, '0', 0)) + list(gsm_generate('symbolic', '2', 2, '0', 0))
+    return ([make_prompt(r, 'completion') for r in nupa] + [make_prompt(r, 'chat') for r in nupa]
+            + [gsm_prompt(p) for p in gsm] + [[{'role': 'user', 'content': gsm_prompt(p)}] for p in gsm])
+
+
+def test_served_and_in_process_generate_the_same(served):
+    "Greedy completions of NUPA and GSM prompts, as text and as chat, are the same through vLLM and in-process."
+    prompts = _prompts()
+    for budget in (24, 5):
+        a = served.hf.generate(prompts, budget)
+        b = served.srv.generate(prompts, budget)
+        assert [x.text for x in a] == [y.text for y in b], budget
+        assert len({x.text for x in a}) >= 10                         # the answers differ from prompt to prompt
+        assert all(y.token_ids is not None for y, p in zip(b, prompts) if isinstance(p, str))
+    assert {y.finish for y in b} == {'stop', 'length'}               # some end by themselves, some run out of budget
+
+
+def test_prompt_logprobs_give_the_greedy_choices(served):
+    "Both vLLM interfaces (prompt_logprobs and echo + logprobs) give the in-process argmax at every position."
+    seqs = [served.tok(make_prompt(r, 'completion') + r['answer'])['input_ids'] for r in nupa_generate('add_integer', [1, 2], 5, 3)]
+    ref = [served.hf.model(input_ids=torch.tensor([s])).logits[0].argmax(-1).tolist() for s in seqs]
+    for api in ('prompt_logprobs', 'echo'):
+        srv = OpenAIBackend(served.url, served.dir, KEY_VAR, tokenizer=served.tok, logprobs_api=api)
+        pos = srv.prompt_logprobs(seqs)
+        assert [[greedy_choice(p) for p in ps] for ps in pos] == ref, api
+        assert all(p.token == t for ps, s in zip(pos, seqs) for p, t in zip(ps, s[1:]))
+    ranks = [[p.rank for p in ps[:-1]] for ps in served.srv.prompt_logprobs(seqs)]
+    assert ranks == [[p.rank for p in ps[:-1]] for ps in served.hf.prompt_logprobs(seqs)]
+
+
+SCENARIOS = {'clean': {}, 'planted': dict(plant={'2:2', '3:3'}), 'past_gold': dict(past_gold={'3:0', '3:1', '3:2', '3:3', '3:4'}),
+             'integer_answers': dict(answer='integer', past_gold={'4:2'})}   # commas and spaces: teacher forcing falls back
+
+
+@pytest.mark.parametrize('scenario', sorted(SCENARIOS))
+def test_zeh_through_the_server_matches_teacher_forcing(served, scenario, tmp_path):
+    "ZEH through vLLM (prompt log-probabilities, and greedy) gives the in-process tf horizon, limiter and verdicts."
+    fam, expected = scripted_family('multiplication', served.hf.model, served.tok, 4, name=f'mul-{scenario}', **SCENARIOS[scenario])
+    zeh, limiter = expected_horizon(fam, expected, 4)
+    runs = {}
+    for name, backend, strategy in [('tf', served.hf, 'tf'), ('served', served.srv, 'logprobs'), ('served_greedy', served.srv, 'batched_la')]:
+        cfg = ZehConfig(model=served.dir, family=fam.name, strategy=strategy, max_size=4, stop='all', batch_size=4)
+        s = zero_error_horizon(backend, served.tok, cfg, tmp_path / name, family=fam)
+        recs = {r['id']: r for r in read_jsonl(tmp_path / name / 'results.jsonl')}
+        runs[name] = s, recs
+        assert (s['zeh'], s['limiter'] and s['limiter']['id']) == (zeh, limiter), name
+        assert {i: r['correct'] for i, r in recs.items()} == expected, name
+    (s_tf, r_tf), (s_srv, r_srv) = runs['tf'], runs['served']
+    assert s_srv['limiter'] == s_tf['limiter']
+    verdict = lambda r: (r['correct'], r['answer'], r.get('answer_prefix'), r['how'].replace('logprobs', 'tf'))
+    assert {i: verdict(r) for i, r in r_srv.items()} == {i: verdict(r) for i, r in r_tf.items()}
+    if scenario == 'integer_answers': assert any(r['how'] == 'logprobs+fallback' for r in r_srv.values())  # the server's greedy ran
+    assert json.loads((tmp_path / 'served' / 'config.json').read_text())['backend']['server_model']['owned_by'] == 'vllm'
+
+
+def test_zeh_run_backend_openai_matches_tf(served, tmp_path):
+    "`numcook zeh run --backend openai` (logprobs, and a greedy strategy) agrees with `--strategy tf` in-process; the key is never written."
+    common = ['zeh', 'run', '--model', served.dir, '--family', 'multiplication', '--max-size', '4', '--stop', 'all', '--batch-size', '5']
+    numcook(*common, '--strategy', 'tf', '--device', 'cpu', '--out', tmp_path / 'tf')
+    served_args = ['--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR]
+    numcook(*common, *served_args, '--out', tmp_path / 'srv')
+    numcook(*common, *served_args, '--strategy', 'batched', '--out', tmp_path / 'greedy')
+    summ = {k: json.loads((tmp_path / k / 'summary.json').read_text()) for k in ('tf', 'srv', 'greedy')}
+    recs = {k: {r['id']: (r['correct'], r['answer'] if r['answer'] is not None else r.get('answer_prefix'))
+                for r in read_jsonl(tmp_path / k / 'results.jsonl')} for k in summ}
+    for k in ('srv', 'greedy'):
+        assert (summ[k]['zeh'], summ[k]['limiter']) == (summ['tf']['zeh'], summ['tf']['limiter']), k
+    assert {i: c for i, (c, _) in recs['srv'].items()} == {i: c for i, (c, _) in recs['tf'].items()}
+    assert recs['srv'] == recs['tf']
+    assert {i: c for i, (c, _) in recs['greedy'].items()} == {i: c for i, (c, _) in recs['tf'].items()}
+    cfg = json.loads((tmp_path / 'srv' / 'config.json').read_text())
+    assert (cfg['strategy'], cfg['backend']['backend'], cfg['backend']['api_key_env']) == ('logprobs', 'openai', KEY_VAR)
+    for f in tmp_path.rglob('*'): assert f.is_dir() or KEY not in f.read_text(), f
+
+
+def test_eval_and_gsm_eval_backend_openai_write_the_same_results(served, tmp_path):
+    "`numcook eval` and `numcook gsm eval` through the server write byte-identical results to the in-process runs."
+    args = ['eval', served.dir, '--tasks', 'add_integer,max_integer', '--lengths', '1-3', '--n', '5', '--device', 'cpu']
+    numcook(*args, '--out', tmp_path / 'hf')
+    numcook(*args, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'srv')
+    for f in ('results.jsonl', 'summary.csv'): assert (tmp_path / 'hf' / f).read_bytes() == (tmp_path / 'srv' / f).read_bytes()
+    assert json.loads((tmp_path / 'srv' / 'config.json').read_text())['backend']['base_url'] == served.url
+    write_jsonl(gsm_generate('hard', '2-3', 3, '0', 0), tmp_path / 'problems.jsonl')
+    g = ['gsm', 'eval', '--model', served.dir, '--problems', tmp_path / 'problems.jsonl', '--max-new-tokens', '24']
+    numcook(*g, '--out', tmp_path / 'gsm_hf')
+    numcook(*g, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'gsm_srv')
+    for f in tmp_path.rglob('*'): assert f.is_dir() or KEY not in f.read_text(), f
+    assert (tmp_path / 'gsm_hf' / 'results.jsonl').read_bytes() == (tmp_path / 'gsm_srv' / 'results.jsonl').read_bytes()
+    assert len(read_jsonl(tmp_path / 'gsm_srv' / 'results.jsonl')) == len(read_jsonl(tmp_path / 'problems.jsonl')) == 6
+
+
+# per request body: the faults its first attempts meet before it is forwarded (every one is retried)
+FAULT_PLANS = [[], ['429'], ['500', 'drop'], ['truncate'], ['delay'], ['drop', 'truncate', '429'], ['stall']]
+
+
+def test_retries_lose_and_duplicate_nothing(served, tmp_path):
+    "Through a proxy that delays, refuses (429, 500), truncates and drops requests, results are byte-identical to a clean run."
+    recs = nupa_generate('add_integer,max_integer', [1, 2, 3], 6, 1)
+    policy = RetryPolicy(attempts=6, backoff=0.05, max_backoff=0.5, timeout=2.0)
+    clean = OpenAIBackend(served.url, served.dir, KEY_VAR, tokenizer=served.tok, max_concurrency=3, policy=policy)
+    evaluate(clean, None, recs, prompt_style='nupa', batch_size=4, out=tmp_path / 'clean.jsonl')
+    with FaultProxy(served.url, FAULT_PLANS, delay=0.3, stall=5.0) as proxy:
+        faulty = OpenAIBackend(proxy.base_url, served.dir, KEY_VAR, tokenizer=served.tok, max_concurrency=3, policy=policy)
+        evaluate(faulty, None, recs, prompt_style='nupa', batch_size=4, out=tmp_path / 'faulty.jsonl')
+        cfg = ZehConfig(model=served.dir, family='multiplication', strategy='logprobs', max_size=3, stop='all', batch_size=5)
+        zero_error_horizon(clean, served.tok, cfg, tmp_path / 'zeh_clean')
+        zero_error_horizon(faulty, served.tok, cfg, tmp_path / 'zeh_faulty')
+    assert (tmp_path / 'clean.jsonl').read_bytes() == (tmp_path / 'faulty.jsonl').read_bytes()
+    assert len(read_jsonl(tmp_path / 'faulty.jsonl')) == len(recs)
+    assert (tmp_path / 'zeh_clean' / 'results.jsonl').read_bytes() == (tmp_path / 'zeh_faulty' / 'results.jsonl').read_bytes()
+    assert all(proxy.counts.get(f, 0) > 0 for f in ('429', '500', 'truncate', 'drop', 'delay', 'stall')), proxy.counts
+    assert proxy.max_in_flight <= 3
+
+
+def test_failures_that_retrying_cannot_mend_are_one_line_errors(served, tmp_path):
+    "A request failing every attempt, a wrong key, a missing key variable: one line each, no traceback, the key never shown."
+    with FaultProxy(served.url, [['500'] * 10]) as proxy:
+        b = OpenAIBackend(proxy.base_url, served.dir, KEY_VAR, tokenizer=served.tok, policy=RetryPolicy(attempts=3, backoff=0.01))
+        with pytest.raises(NumcookError, match=r'no usable answer in 3 tries \(last: HTTP 500 injected 500\)'):
+            b.generate(['1+1='], 4)
+    def run(var, value):
+        env = {k: v for k, v in os.environ.items() if k != var}
+        if value is not None: env[var] = value
+        return subprocess.run([NUMCOOK, 'eval', served.dir, '--n', '2', '--lengths', '1', '--backend', 'openai', '--base-url', served.url,
+                               '--api-key-env', var, '--out', tmp_path / 'x'], capture_output=True, text=True, cwd=ROOT, env=env)
+    for var, value, msg in [('NUMCOOK_UNSET_KEY_VAR', None, 'NUMCOOK_UNSET_KEY_VAR is not set'),
+                            ('NUMCOOK_WRONG_KEY_VAR', 'sk-wrong-key-7d1e', 'answered HTTP 401')]:
+        r = run(var, value)
+        assert r.returncode == 2 and msg in r.stderr and 'Traceback' not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and 'sk-wrong-key' not in r.stderr, r.stderr
+    assert not (tmp_path / 'x').exists()
+
+
+def test_lm_eval_exact_match_equals_numcook(served, tmp_path):
+    "lm-eval (`--model hf`) on the exported tasks scores every sample exactly as numcook's own evaluation does."
+    numcook('export', 'lm-eval', '--out', tmp_path / 'tasks', '--tasks', 'add_integer,max_integer,digit_max_integer',
+            '--lengths', '1-2', '--n', '10', '--gsm-subsets', 'medium,symbolic', '--gsm-ops', '2-3', '--gsm-per-op', '2',
+            '--gsm-max-new-tokens', '16')
+    py = served_python() or pytest.skip('lm-eval runs from the vLLM environment (.venv-served)')
+    r = subprocess.run([str(py), '-m', 'lm_eval', '--model', 'hf', '--model_args', f'pretrained={served.dir},dtype=float32',
+                        '--include_path', str(tmp_path / 'tasks'), '--tasks', 'numcook_nupa,numcook_gsm', '--device', 'cpu',
+                        '--batch_size', '1', '--log_samples', '--output_path', str(tmp_path / 'lm_eval')],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=1800,
+                       env={**os.environ, 'HF_DATASETS_OFFLINE': '1', 'HF_HUB_OFFLINE': '1', 'TOKENIZERS_PARALLELISM': 'false'})
+    assert r.returncode == 0, r.stderr[-4000:]
+    samples = {}
+    for f in (tmp_path / 'lm_eval').rglob('samples_*.jsonl'):
+        task = f.name.removeprefix('samples_').rsplit('_', 1)[0]
+        samples[task] = read_jsonl(f)
+    results = json.loads(next((tmp_path / 'lm_eval').rglob('results_*.json')).read_text())['results']
+    cfg = json.loads((tmp_path / 'tasks' / 'config.json').read_text())
+    assert sorted(samples) == sorted(cfg['lm_eval_tasks'])
+    hits = 0
+    for task, ss in samples.items():
+        docs = read_jsonl(tmp_path / 'tasks' / 'data' / f"{task.removeprefix('numcook_')}.jsonl")
+        budget = int((tmp_path / 'tasks' / f'{task}.yaml').read_text().split('max_gen_toks: ')[1].split()[0])
+        assert [s['arguments']['gen_args_0']['arg_0'] for s in sorted(ss, key=lambda s: s['doc_id'])] == [d['prompt'] for d in docs]
+        if task.startswith('numcook_nupa'):
+            mine = evaluate(served.hf, None, docs, prompt_style='prompt', max_new_tokens=budget)
+            ours = [m['exact_match'] for m in mine]
+        else:
+            from numcook.gsm_score import evaluate_model
+            mine = evaluate_model(served.hf, None, docs, tmp_path / f'{task}.jsonl', max_new_tokens=budget)
+            ours = [float(m['correct']) for m in mine]
+        theirs = [s['exact_match'] for s in sorted(ss, key=lambda s: s['doc_id'])]
+        assert theirs == ours, task
+        assert results[task]['exact_match,none'] == pytest.approx(sum(ours) / len(ours)), task
+        hits += sum(ours)
+    assert hits > 0   # the check is not all zeros
