@@ -30,3 +30,16 @@ def test_gsm_auc_notebook_from_accuracy_file(tmp_path):
     fits = pd.read_csv(out / 'sigmoid_fits.csv')
     assert (fits.r2 > 0.9).all()
     assert (out / 'accuracy_vs_op.png').exists() and (out / 'auc_bars.png').exists()
+
+
+def test_gsm_auc_notebook_reads_an_eval_results_folder(tmp_path):
+    "A results folder of `numcook eval gsm` is read through its summary.csv, the model named by its config.json."
+    res = tmp_path / 'res'; res.mkdir()
+    ops = list(range(2, 8))
+    pd.DataFrame(dict(subset='hard', context=0, op=ops, accuracy=[1, 1, .5, .5, 0, 0], n=4)).to_csv(res / 'summary.csv', index=False)
+    (res / 'config.json').write_text(json.dumps({'benchmark': 'gsm', 'settings': {'model': 'my-model'}}))
+    out = tmp_path / 'fig'
+    run_notebook(REPRO / 'gsm_auc.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), acc_files=str(res)))
+    acc = pd.read_csv(out / 'accuracy_by_op.csv')
+    assert set(acc.model) == {'my-model'} and list(acc.accuracy) == [1, 1, .5, .5, 0, 0]
+    assert pd.read_csv(out / 'auc_long.csv').auc.iloc[0] == 300.0          # 2 x 100% + 2 x 50%, stop at op 6
