@@ -138,7 +138,8 @@ def test_backend_flags_fail_in_one_line(saved, tmp_path, capsys, monkeypatch):
              (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--device-map', 'auto', '--out', out], '--device-map is for'),
              (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--max-concurrency', '0', '--out', out],
               '--max-concurrency: expected an integer >= 1, got 0'),
-             (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--out', out], 'cannot reach http://127.0.0.1:9/v1'),
+             (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--tasks', 'add_integer', '--lengths', '1',
+               '--out', out], 'cannot reach http://127.0.0.1:9/v1'),
              (['zeh', 'run', '--model', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--strategy', 'trie',
                '--out', out], "strategy 'trie' needs the model in this process")]
     for argv, msg in cases:

@@ -226,7 +226,9 @@ SLOW_WRITER = textwrap.dedent('''
                 time.sleep(0.05)
         if n[0] == int(sys.argv[2]): os.kill(os.getpid(), 9)
         return orig(self, key, line)
-    utils.JsonlLog.append_line = append_line
+    def append_block(self, keys, text):             # a block of lines, written line by line so that the kill falls inside it
+        return sum(append_line(self, k, line) for k, line in zip(keys, text.split('\\n')))
+    utils.JsonlLog.append_line, utils.JsonlLog.append_block = append_line, append_block
     from numcook.cli import main
     sys.exit(main(sys.argv[3:]))
 ''')
@@ -278,13 +280,13 @@ def test_killed_nupa_generate_leaves_no_partial_file(tmp_path):
     code = textwrap.dedent('''
         import os, sys
         from numcook import nupa
-        orig = nupa.generate_task
+        orig = nupa.task_lines                      # what makes each (task, length) unit's lines
         n = [0]
         def killing(*a, **k):
             n[0] += 1
             if n[0] == 3: os.kill(os.getpid(), 9)
             return orig(*a, **k)
-        nupa.generate_task = killing
+        nupa.task_lines = killing
         from numcook.cli import main
         main(sys.argv[1:])
     ''')

@@ -1,8 +1,9 @@
-"""Shape of Hard forward problems, the setting whose builder counts stop at `op - 1` and land on `op` exactly:
-the independent oracle agrees with answer and op count at every op from 1 to 40 in every template, the query is
-a 3-entity quantity, and the text keeps the value ranges the notebook documents. The ranges are written out here
-(from the notebook's prose), not imported from the generator."""
+"""Shape of Medium and Hard problems at every op from 1 to 40 in every template: the independent oracle agrees with
+answer and op count, every count and average of the structure has its sentence, and the text keeps the value
+ranges the notebook documents (the public generator's). The ranges are written out here (from the notebook's
+prose), not imported from the generator."""
 import re, sys
+from collections import Counter
 from pathlib import Path
 
 from numcook.gsm import make_problem
@@ -13,35 +14,42 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gsm_oracle import classify, sentences, solve_realistic
 
 COUNTER = TokenCounter()
-STATED = {'N': (1, 20), 'C': (1, 10)}         # stated counts and averages
-CONST = {'more': (1, 10), 'less': (1, 10), 'times': (2, 4)}
-VALUES = (1, 999)                              # every quantity of the graph
+STATED = (1, 4)                                # stated values
+CONST = {'plus': (1, 4), 'times': (2, 4)}      # k in 'k plus ...', 'k times ...'
+PATH = (1, 1000)                               # every quantity the answer needs
+OTHER = (0, 10 ** 6)                           # every other quantity (distractors)
 
 
 def _lower(s): return s[0].lower() + s[1:]
 
 
-def test_hard_forward_exact_op_and_ranges():
-    kinds, n = set(), 0
-    for op in range(1, 41):
-        for i, tpl in enumerate(TEMPLATES):
-            p = make_problem('hard', op, 'forward', tpl, 0, seed=11, index=op * 3 + i, counter=COUNTER)
-            ans, ops, rev, defs = solve_realistic(p['problem'], p['question'])
-            assert (ans, ops, rev) == (p['answer'], op, False), p['id']
-            q = classify(re.fullmatch(r'Question: What is (.+)\?', p['question']).group(1))
-            assert q[0] in ('A3', 'C'), p['id']               # Hard asks for a 3-entity quantity
-            kinds.add(q[0])
-            for s in sentences(p['problem']):
-                lhs, rhs = re.fullmatch(r'(The .+?) is (.+)\.', s).groups()
-                if rhs.isdigit():                             # forward mode states only counts and averages
-                    kind = classify(_lower(lhs))[0]
-                    lo, hi = STATED[kind]
-                    assert lo <= int(rhs) <= hi, (p['id'], s)
-                m = re.match(r'(\d+) (more|less|times) ', rhs)
-                if m:
-                    lo, hi = CONST[m.group(2)]
-                    assert lo <= int(m.group(1)) <= hi, (p['id'], s)
-            g = to_networkx(p['graph'])
-            assert all(VALUES[0] <= d['value'] <= VALUES[1] for _, d in g.nodes(data=True)), p['id']
-            n += 1
-    assert n == 120 and 'A3' in kinds
+def test_exact_op_ranges_and_every_quantity_stated():
+    kinds, n = Counter(), 0
+    for subset in ('medium', 'hard'):
+        for op in range(1, 41):
+            for i, tpl in enumerate(TEMPLATES):
+                p = make_problem(subset, op, 'forward', tpl, 0, seed=11, index=op * 3 + i, counter=COUNTER)
+                ans, ops, rev, defs = solve_realistic(p['problem'], p['question'])
+                assert (ans, ops, rev) == (p['answer'], op, False), p['id']
+                kinds[subset, p['question'].split()[1]] += 1
+                pairs = set()
+                for s in sentences(p['problem']):
+                    lhs, rhs = re.fullmatch(r'(The .+?) equals (.+)\.', s).groups()
+                    kind, k, place = classify(_lower(lhs))
+                    assert kind in (('N',) if subset == 'medium' else ('N', 'C')), p['id']
+                    pairs.add((kind, k, place))
+                    if rhs.isdigit(): assert STATED[0] <= int(rhs) <= STATED[1], (p['id'], s)
+                    m = re.match(r'(\d+) (plus|times) ', rhs)
+                    if m:
+                        lo, hi = CONST[m.group(2)]
+                        assert lo <= int(m.group(1)) <= hi, (p['id'], s)
+                if subset == 'hard':                  # every pair has its count and its average
+                    assert {(k, pl) for kd, k, pl in pairs if kd == 'N'} == {(k, pl) for kd, k, pl in pairs if kd == 'C'}
+                g = to_networkx(p['graph'])
+                for _, d in g.nodes(data=True):
+                    lo, hi = PATH if d['role'] in ('given', 'core') else OTHER
+                    assert lo <= d['value'] <= hi, p['id']
+                n += 1
+    assert n == 240
+    assert kinds['medium', 'What'] > kinds['medium', 'How']      # Medium mostly asks for place totals
+    assert kinds['hard', 'What'] > 4 * kinds['hard', 'How']       # Hard mostly for averages and totals

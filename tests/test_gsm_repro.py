@@ -9,12 +9,12 @@ REPRO = Path(__file__).resolve().parents[1] / 'papers_repro'
 def test_gsm_examples_notebook(tmp_path):
     out = tmp_path / 'fig'
     run_notebook(REPRO / 'gsm_examples.ipynb', tmp_path / 'run',
-                 params=dict(out_dir=str(out), ops='2,4', per_op=1, contexts='0,500', draw_op=3, draw_context='300'))
+                 params=dict(out_dir=str(out), ops='2,4', per_op=1, contexts='0,1500', draw_op=3, draw_context='1200'))
     stats = pd.read_csv(out / 'sample_stats.csv')
-    assert set(stats.subset) == {'symbolic', 'medium', 'hard'} and set(stats.target) == {0, 500}
-    assert (stats.length[stats.target > 0] <= 500).all() and (stats.noise_sentences[stats.target > 0] > 0).all()
+    assert set(stats.subset) == {'symbolic', 'medium', 'hard'} and set(stats.target) == {0, 1500}
+    assert (stats.length[stats.target > 0] <= 1500).all() and (stats.noise_sentences[stats.target > 0] > 0).all()
     assert (out / 'example_graphs.png').stat().st_size > 10000 and (out / 'noise_composition.png').exists()
-    assert json.loads((out / 'config.json').read_text())['contexts'] == ['0', '500']
+    assert json.loads((out / 'config.json').read_text())['contexts'] == ['0', '1500']
 
 
 def test_gsm_auc_notebook_from_accuracy_file(tmp_path):
