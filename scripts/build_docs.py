@@ -212,7 +212,7 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
         group = [n for n in modules if pages[n][0].name.startswith(band)]
         if group: api += [f"## {title}\n"] + [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in group] + ["", toctree(group, hidden=True)]
     others = [n for n in pages if n != "index" and n not in modules and not n.startswith("tutorials/")]
-    if others: api += ["## More\n", toctree(others)]
+    if others: api += ["## More\n"] + [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in others] + ["", toctree(others, hidden=True)]
     write_if_changed(proc / "api.md", "\n".join(api), written)
     tutorials = [n for n in pages if n.startswith("tutorials/")]
     order = [f"tutorials/{s}" for s, _ in READING_GROUP]

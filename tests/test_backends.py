@@ -73,13 +73,13 @@ def test_a_model_split_by_accelerate_gives_the_same_answers(saved, tmp_path):
     seqs = [[5, 9, 33, 12], [7, 7]]
     assert [[greedy_choice(p) for p in ps] for ps in a.prompt_logprobs(seqs)] == [[greedy_choice(p) for p in ps] for ps in b.prompt_logprobs(seqs)]
     assert (a.describe()['device'], HFBackend.load(str(saved), device_map='auto').describe()['device']) == ('cpu', 'device_map=auto')
-    args = ['eval', str(saved), '--tasks', 'add_integer', '--lengths', '1-2', '--n', '3']
-    assert main(args + ['--device', 'cpu', '--out', str(tmp_path / 'one.jsonl')]) == 0
-    assert main(args + ['--device-map', 'auto', '--out', str(tmp_path / 'map.jsonl')]) == 0
-    assert (tmp_path / 'one.jsonl').read_bytes() == (tmp_path / 'map.jsonl').read_bytes()
-    assert json.loads((tmp_path / 'map.config.json').read_text())['backend']['device'] == 'device_map=auto'
+    args = ['eval', 'nupa', '--model', str(saved), '--tasks', 'add_integer', '--lengths', '1-2', '--n', '3']
+    assert main(args + ['--device', 'cpu', '--out', str(tmp_path / 'one')]) == 0
+    assert main(args + ['--device-map', 'auto', '--out', str(tmp_path / 'map')]) == 0
+    assert (tmp_path / 'one' / 'results.jsonl').read_bytes() == (tmp_path / 'map' / 'results.jsonl').read_bytes()
+    assert json.loads((tmp_path / 'map' / 'config.json').read_text())['backend']['device'] == 'device_map=auto'
     # the config pins the run down: another device is refused
-    assert main(args + ['--device', 'cpu', '--out', str(tmp_path / 'map.jsonl')]) == 2
+    assert main(args + ['--device', 'cpu', '--out', str(tmp_path / 'map')]) == 2
 
 
 def test_describe_pins_the_weights(saved):
@@ -132,13 +132,14 @@ def test_post_json_retries_transient_failures_only(endpoint):
 
 def test_backend_flags_fail_in_one_line(saved, tmp_path, capsys, monkeypatch):
     out = str(tmp_path / 'r')
-    cases = [(['eval', str(saved), '--backend', 'opena'], "Did you mean 'openai'"),
-             (['eval', str(saved), '--backend', 'openai'], '--base-url'),
-             (['eval', str(saved), '--base-url', 'http://127.0.0.1:9/v1'], '--base-url is for --backend openai'),
-             (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--device-map', 'auto'], '--device-map is for'),
-             (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--max-concurrency', '0'],
+    cases = [(['eval', str(saved), '--backend', 'opena', '--out', out], "Did you mean 'openai'"),
+             (['eval', str(saved), '--backend', 'openai', '--out', out], '--base-url'),
+             (['eval', str(saved), '--base-url', 'http://127.0.0.1:9/v1', '--out', out], '--base-url is for --backend openai'),
+             (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--device-map', 'auto', '--out', out], '--device-map is for'),
+             (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--max-concurrency', '0', '--out', out],
               '--max-concurrency: expected an integer >= 1, got 0'),
-             (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1'], 'cannot reach http://127.0.0.1:9/v1'),
+             (['eval', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--tasks', 'add_integer', '--lengths', '1',
+               '--out', out], 'cannot reach http://127.0.0.1:9/v1'),
              (['zeh', 'run', '--model', str(saved), '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--strategy', 'trie',
                '--out', out], "strategy 'trie' needs the model in this process")]
     for argv, msg in cases:

@@ -117,7 +117,7 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl', '--limit', '0'], 'argument --limit'),
     (['gsm', 'eval', '--model', M, '--problems', 'empty.jsonl', '--out', 'o.jsonl'], 'holds no problems'),
     (['gsm', 'eval', '--model', 'nomodel', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'cannot load model'),
-    (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', 'adir'], 'is a folder'),
+    (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', 'afile'], 'is a file; give a folder'),
     (['gsm', 'eval', '--model', '{inputs}/notok', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'encodes nothing'),
     (['gsm', 'eval', '--model', '{inputs}/corrupt', '--problems', '{inputs}/problems.jsonl', '--out', 'o.jsonl'], 'cannot load model'),
     (['gsm', 'eval', '--model', M, '--problems', '{inputs}/problems.jsonl', '--out', '{inputs}/problems.jsonl'], 'also an input'),
@@ -164,19 +164,19 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['finetune', '--base', 'nomodel', '--out-dir', 'r'], 'cannot load model'),
     (['finetune', '--base', M, '--target-modules', 'nope_proj', '--steps', '2', '--n-per-length', '2', '--train-lengths', '1',
       '--out-dir', 'r'], 'cannot add LoRA adapters'),
-    (['eval', M, '--n', '0'], 'argument --n'),
-    (['eval', M, '--batch-size', '0'], 'argument --batch-size'),
-    (['eval', M, '--lengths', '0-2'], 'bad lengths'),
-    (['eval', M, '--device', 'tpu'], "unknown device 'tpu'"),
-    (['eval', 'nomodel', '--lengths', '1', '--n', '1'], 'cannot load model'),
-    (['eval', '{inputs}/corrupt', '--lengths', '1', '--n', '1'], 'cannot load model'),
+    (['eval', M, '--n', '0', '--out', 'e'], 'argument --n'),
+    (['eval', M, '--batch-size', '0', '--out', 'e'], 'argument --batch-size'),
+    (['eval', M, '--lengths', '0-2', '--out', 'e'], 'bad lengths'),
+    (['eval', M, '--device', 'tpu', '--out', 'e'], "unknown device 'tpu'"),
+    (['eval', 'nomodel', '--lengths', '1', '--n', '1', '--out', 'e'], 'cannot load model'),
+    (['eval', '{inputs}/corrupt', '--lengths', '1', '--n', '1', '--out', 'e'], 'cannot load model'),
     (['finetune', '--base', '{inputs}/notok', '--out-dir', 'r'], 'encodes nothing'),
-    (['eval', M, '--lengths', '1', '--n', '1', '--out', 'adir'], 'is a folder'),
+    (['eval', M, '--lengths', '1', '--n', '1', '--out', 'afile'], 'is a file; give a folder'),
 ]
 if not GPU:
     CASES += [(['zeh', 'run', '--model', M, '--device', 'cuda', '--out', 'z'], 'no GPU'),
               (['train', '--device', 'cuda', '--out-dir', 'r'], 'no GPU'),
-              (['eval', M, '--device', 'cuda'], 'no GPU')]
+              (['eval', M, '--device', 'cuda', '--out', 'e'], 'no GPU')]
 
 
 @pytest.mark.parametrize('argv,msg', CASES, ids=[' '.join(a)[:60] for a, _ in CASES])

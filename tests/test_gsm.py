@@ -3,7 +3,11 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from numcook.gsm import GENERATOR_VERSION, make_problem, generate, cli, parse_context
+from numcook.gsm import GENERATOR_VERSION, make_problem, generate, parse_context
+from numcook.cli import COMMANDS
+
+
+def cli(argv): return COMMANDS['gsm'][0](argv)    # `numcook gsm ...`, errors raised (not printed)
 from numcook.gsm_graph import TokenCounter, to_networkx, is_acyclic
 from numcook.gsm_realistic import TEMPLATES
 from numcook.gsm_score import extract_answer, is_correct
@@ -77,7 +81,7 @@ def test_byte_identical_across_hash_seeds(tmp_path):
     outs = []
     for hs in ('1', '4242'):
         f = tmp_path / f'out{hs}.jsonl'
-        code = ("from numcook.gsm import cli\n"
+        code = ("from numcook.cli import COMMANDS; cli = COMMANDS['gsm'][0]\n"
                 f"cli(['generate','--subset','hard','--ops','2-6','--per-op','4','--context','1k','--seed','5','--out',r'{f}'])\n"
                 f"cli(['generate','--subset','symbolic','--ops','2-9','--per-op','3','--context','600','--seed','5','--out',r'{f}.s'])\n"
                 f"cli(['generate','--subset','medium','--ops','2-9','--per-op','2','--seed','5','--out',r'{f}.m'])\n")

@@ -1,9 +1,16 @@
 import json
 import pytest
-from numcook.gsm import cli, generate
+from numcook.cli import COMMANDS
+from numcook.gsm import generate
 from numcook.gsm_score import evaluate_model, extract_answer, is_correct, gsm_prompt
 from numcook.utils import NumcookError, read_jsonl
 from numcook.gsm_graph import is_acyclic
+
+
+def cli(argv): return COMMANDS['gsm'][0](argv)    # `numcook gsm ...`, errors raised (not printed)
+
+
+def eval_cli(argv): return COMMANDS['eval'][0](argv)
 
 
 @pytest.fixture(scope='module')
@@ -52,16 +59,29 @@ def test_evaluate_model_batched_and_resumable(tmp_path, tiny_lm):
 
 def test_cli_eval_and_score(tmp_path, tiny_lm, capsys):
     d, _, _ = tiny_lm
-    f, res = tmp_path / 'p.jsonl', tmp_path / 'r.jsonl'
+    f, res = tmp_path / 'p.jsonl', tmp_path / 'r'
     cli(['generate', '--subset', 'symbolic', '--ops', '2-3', '--per-op', '2', '--out', str(f)])
     assert cli(['eval', '--model', str(d), '--problems', str(f), '--out', str(res), '--batch-size', '2',
-                '--max-new-tokens', '3']) == 0
-    assert len(read_jsonl(res)) == 4
-    assert json.loads((tmp_path / 'r.config.json').read_text())['max_new_tokens'] == 3
-    with pytest.raises(NumcookError, match=r'max_new_tokens 3 \(now 5\)'):      # results of other settings never mix
-        cli(['eval', '--model', str(d), '--problems', str(f), '--out', str(res), '--max-new-tokens', '5'])
-    assert cli(['score', '--problems', str(f), '--replies', str(res)]) == 0
+                '--max-new-tokens', '3']) == 0                                  # the earlier spelling of `eval gsm`
+    rows = read_jsonl(res / 'results.jsonl')
+    assert len(rows) == 4 and all(r['prompt'].startswith('Problem: ') and 'reply' in r and 'gold' in r for r in rows)
+    cfg = json.loads((res / 'config.json').read_text())
+    assert cfg['decoding']['max_new_tokens'] == 3 and cfg['_complete'] and cfg['backend']['weights']['sha256']
+    assert {'summary.csv', 'summary.json'} <= {p.name for p in res.iterdir()}
+    with pytest.raises(NumcookError, match=r'different settings: .*decoding'):      # results of other settings never mix
+        eval_cli(['gsm', '--model', str(d), '--problems', str(f), '--out', str(res), '--max-new-tokens', '5'])
+    assert cli(['score', '--problems', str(f), '--replies', str(res)]) == 0      # a results folder is a replies file
     assert 'averaged score' in capsys.readouterr().out
+
+
+def test_eval_gsm_generates_its_problems(tmp_path, tiny_lm):
+    d, _, _ = tiny_lm
+    out = tmp_path / 'g'
+    assert eval_cli(['gsm', '--model', str(d), '--tasks', 'medium', '--ops', '2', '--per-op', '3', '--max-new-tokens', '2',
+                     '--limit', '2', '--out', str(out)]) == 0
+    assert [r['id'] for r in read_jsonl(out / 'results.jsonl')] == [p['id'] for p in generate('medium', '2', 3)][:2]
+    cfg = json.loads((out / 'config.json').read_text())
+    assert cfg['task'] == {'subset': 'medium', 'ops': '2', 'per_op': 3, 'context': '0', 'mode': 'both', 'template': 'all', 'seed': 0}
 
 
 @pytest.mark.parametrize('subset', ['hard', 'symbolic'])

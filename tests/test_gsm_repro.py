@@ -52,7 +52,7 @@ def test_gsm_auc_default_checks_table1(tmp_path):
 
 @pytest.fixture(scope='module')
 def eval_results(tmp_path_factory):
-    "`numcook gsm eval` results of a random tiny GPT-2 on Symbolic problems, its replies then replaced by correct ones for ops 2-3."
+    "`numcook gsm eval` results (a folder) of a random tiny GPT-2 on Symbolic problems, its replies then replaced by correct ones for ops 2-3."
     from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
     d = tmp_path_factory.mktemp('gsm_eval')
@@ -63,9 +63,9 @@ def eval_results(tmp_path_factory):
     model_dir = d / 'Tiny-LM'
     GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=1024, n_embd=16, n_layer=1, n_head=2)).save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
-    probs, res = d / 'p.jsonl', d / 'res.jsonl'
+    probs, res = d / 'p.jsonl', d / 'res'
     assert cli(['generate', '--subset', 'symbolic', '--ops', '2-5', '--per-op', '2', '--out', str(probs)]) == 0
-    assert cli(['eval', '--model', str(model_dir), '--problems', str(probs), '--out', str(res), '--max-new-tokens', '2']) == 0
+    assert cli(['eval', '--model', str(model_dir), '--problems', str(probs), '--out', str(res), '--max-new-tokens', '2', '--device', 'cpu']) == 0
     return probs, res
 
 
@@ -82,14 +82,28 @@ def test_gsm_leaderboards_default(tmp_path):
 def test_gsm_leaderboards_place_a_model_from_gsm_eval(tmp_path, eval_results):
     probs, res = eval_results
     # the random model gets nothing right: give it the right answer for ops 2 and 3, as `gsm score` would score them
-    recs = read_jsonl(res)
-    fixed = tmp_path / 'fixed.jsonl'
-    fixed.write_text(''.join(json.dumps({**r, 'correct': r['op'] <= 3}) + '\n' for r in recs))
-    (tmp_path / 'fixed.config.json').write_text(json.dumps({**json.loads(res.with_suffix('.config.json').read_text()), 'model': 'org/Tiny-LM-fixed'}))
+    recs = read_jsonl(res / 'results.jsonl')
+    fixed = tmp_path / 'fixed'; fixed.mkdir()      # a second results folder, as if another model had been evaluated
+    (fixed / 'results.jsonl').write_text(''.join(json.dumps({**r, 'correct': r['op'] <= 3}) + '\n' for r in recs))
+    cfg = json.loads((res / 'config.json').read_text())
+    (fixed / 'config.json').write_text(json.dumps({**cfg, 'settings': {**cfg['settings'], 'model': 'org/Tiny-LM-fixed'}}))
     out = tmp_path / 'fig'
     run_notebook(REPRO / 'gsm_leaderboards.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), results=f'{res},{fixed}', dpi=40))
     z = pd.read_csv(out / 'zero_noise.csv').set_index('model')
     assert z.kind['Tiny-LM'] == 'yours' and z.source['Tiny-LM'] == 'this run (symbolic)'
     assert z.symbolic['Tiny-LM'] == 0.0 and z.symbolic['Tiny-LM-fixed'] == 200.0   # nothing right; 100% at ops 2 and 3, 0% at op 4
     assert z['rank']['Tiny-LM-fixed'] == 19 and z['rank']['Tiny-LM'] == 20
-    assert json.loads((out / 'config.json').read_text())['params']['results'] == 'res.jsonl,fixed.jsonl'
+    assert json.loads((out / 'config.json').read_text())['params']['results'] == 'res,fixed'
+
+
+def test_gsm_auc_notebook_reads_an_eval_results_folder(tmp_path):
+    "A results folder of `numcook eval gsm` is read through its summary.csv, the model named by its config.json."
+    res = tmp_path / 'res'; res.mkdir()
+    ops = list(range(2, 8))
+    pd.DataFrame(dict(subset='hard', context=0, op=ops, accuracy=[1, 1, .5, .5, 0, 0], n=4)).to_csv(res / 'summary.csv', index=False)
+    (res / 'config.json').write_text(json.dumps({'benchmark': 'gsm', 'settings': {'model': 'my-model'}}))
+    out = tmp_path / 'fig'
+    run_notebook(REPRO / 'gsm_auc.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), acc_files=str(res)))
+    acc = pd.read_csv(out / 'accuracy_by_op.csv')
+    assert set(acc.model) == {'my-model'} and list(acc.accuracy) == [1, 1, .5, .5, 0, 0]
+    assert pd.read_csv(out / 'auc_long.csv').auc.iloc[0] == 300.0          # 2 x 100% + 2 x 50%, stop at op 6

@@ -14,25 +14,26 @@ NB = Path(__file__).resolve().parents[1] / 'papers_repro' / 'cookbook_tab7_10_ll
 
 @pytest.fixture(scope='module')
 def tiny_eval(tmp_path_factory):
-    "`numcook train` a micro model for a few steps, then `numcook eval --out` it on integer addition of 1-3 digits."
+    "`numcook train` a micro model for a few steps, then `numcook eval nupa --out` it on integer addition of 1-3 digits."
     from numcook.train import cli as train_cli
-    from numcook.evaluate import cli as eval_cli
+    from numcook.cli import main
     d = tmp_path_factory.mktemp('tiny_eval')
     assert train_cli(['--model-size', 'micro', '--steps', '3', '--batch-size', '4', '--n-per-length', '20', '--log-every', '3',
-                      '--out-dir', str(d / 'run')]) == 0
-    out = d / 'tiny-adder.jsonl'
-    assert eval_cli([str(d / 'run'), '--tasks', 'add_integer,max_integer', '--lengths', '1-3', '--n', '4', '--out', str(out), '--device', 'cpu']) == 0
+                      '--out-dir', str(d / 'tiny-adder')]) == 0
+    out = d / 'eval-out'   # the results are named after the model its config.json names
+    assert main(['eval', 'nupa', '--model', str(d / 'tiny-adder'), '--tasks', 'add_integer,max_integer', '--lengths', '1-3', '--n', '4',
+                 '--out', str(out), '--device', 'cpu']) == 0
     return out
 
 
 def test_reader_matches_what_eval_stored(tiny_eval):
     per_len = read_eval_results(tiny_eval)
-    recs = pd.DataFrame(read_jsonl(tiny_eval))
+    recs = pd.DataFrame(read_jsonl(tiny_eval / 'results.jsonl'))
     stored = recs.groupby(['task', 'length'])[['exact_match', 'digit_match', 'dlength']].mean().reset_index()
     merged = per_len.merge(stored, on=['task', 'length'], suffixes=('', '_stored'))
     assert len(merged) == 6 and set(per_len.model) == {'tiny-adder'} and (per_len.n == 4).all()
     for m in ('exact_match', 'digit_match', 'dlength'): assert (merged[m] - merged[f'{m}_stored']).abs().max() < 1e-12
-    from_summary = read_eval_results(tiny_eval.with_suffix('.summary.csv'))
+    from_summary = read_eval_results(tiny_eval / 'summary.csv', model='tiny-adder')
     assert (from_summary[['exact_match', 'digit_match', 'dlength']].values == per_len[['exact_match', 'digit_match', 'dlength']].values).all()
 
 
@@ -63,4 +64,4 @@ def test_a_users_model_beside_the_llms(tmp_path, tiny_eval):
         assert (r.wld, r.ppd) == (expected.exact_match_wld[r.task], expected.exact_match_ppd[r.task]) and r.longest_tested == 3
     assert 'your models' in pd.read_csv(out / 'claims.csv').run_evidence[0]
     cfg = json.loads((out / 'config.json').read_text())
-    assert cfg['params']['results'] == 'tiny-adder.jsonl' and cfg['data'] == ['external:tiny-adder.jsonl']
+    assert cfg['params']['results'] == 'eval-out' and 'external:results.jsonl' in cfg['data']

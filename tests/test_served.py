@@ -151,18 +151,17 @@ def test_zeh_run_backend_openai_matches_tf(served, tmp_path):
 def test_eval_and_gsm_eval_backend_openai_write_the_same_results(served, tmp_path):
     "`numcook eval` and `numcook gsm eval` through the server write byte-identical results to the in-process runs."
     args = ['eval', served.dir, '--tasks', 'add_integer,max_integer', '--lengths', '1-3', '--n', '5', '--device', 'cpu']
-    numcook(*args, '--out', tmp_path / 'hf.jsonl')
-    numcook(*args, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'srv.jsonl')
-    assert (tmp_path / 'hf.jsonl').read_bytes() == (tmp_path / 'srv.jsonl').read_bytes()
-    assert (tmp_path / 'hf.summary.csv').read_bytes() == (tmp_path / 'srv.summary.csv').read_bytes()
-    assert json.loads((tmp_path / 'srv.config.json').read_text())['backend']['base_url'] == served.url
+    numcook(*args, '--out', tmp_path / 'hf')
+    numcook(*args, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'srv')
+    for f in ('results.jsonl', 'summary.csv'): assert (tmp_path / 'hf' / f).read_bytes() == (tmp_path / 'srv' / f).read_bytes()
+    assert json.loads((tmp_path / 'srv' / 'config.json').read_text())['backend']['base_url'] == served.url
     write_jsonl(gsm_generate('hard', '2-3', 3, '0', 0), tmp_path / 'problems.jsonl')
     g = ['gsm', 'eval', '--model', served.dir, '--problems', tmp_path / 'problems.jsonl', '--max-new-tokens', '24']
-    numcook(*g, '--out', tmp_path / 'gsm_hf.jsonl')
-    numcook(*g, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'gsm_srv.jsonl')
+    numcook(*g, '--out', tmp_path / 'gsm_hf')
+    numcook(*g, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'gsm_srv')
     for f in tmp_path.rglob('*'): assert f.is_dir() or KEY not in f.read_text(), f
-    assert (tmp_path / 'gsm_hf.jsonl').read_bytes() == (tmp_path / 'gsm_srv.jsonl').read_bytes()
-    assert len(read_jsonl(tmp_path / 'gsm_srv.jsonl')) == len(read_jsonl(tmp_path / 'problems.jsonl')) == 6
+    assert (tmp_path / 'gsm_hf' / 'results.jsonl').read_bytes() == (tmp_path / 'gsm_srv' / 'results.jsonl').read_bytes()
+    assert len(read_jsonl(tmp_path / 'gsm_srv' / 'results.jsonl')) == len(read_jsonl(tmp_path / 'problems.jsonl')) == 6
 
 
 # per request body: the faults its first attempts meet before it is forwarded (every one is retried)
@@ -198,13 +197,13 @@ def test_failures_that_retrying_cannot_mend_are_one_line_errors(served, tmp_path
         env = {k: v for k, v in os.environ.items() if k != var}
         if value is not None: env[var] = value
         return subprocess.run([NUMCOOK, 'eval', served.dir, '--n', '2', '--lengths', '1', '--backend', 'openai', '--base-url', served.url,
-                               '--api-key-env', var, '--out', tmp_path / 'x.jsonl'], capture_output=True, text=True, cwd=ROOT, env=env)
+                               '--api-key-env', var, '--out', tmp_path / 'x'], capture_output=True, text=True, cwd=ROOT, env=env)
     for var, value, msg in [('NUMCOOK_UNSET_KEY_VAR', None, 'NUMCOOK_UNSET_KEY_VAR is not set'),
                             ('NUMCOOK_WRONG_KEY_VAR', 'sk-wrong-key-7d1e', 'answered HTTP 401')]:
         r = run(var, value)
         assert r.returncode == 2 and msg in r.stderr and 'Traceback' not in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and 'sk-wrong-key' not in r.stderr, r.stderr
-    assert not (tmp_path / 'x.jsonl').exists()
+    assert not (tmp_path / 'x').exists()
 
 
 def test_lm_eval_exact_match_equals_numcook(served, tmp_path):

@@ -2,7 +2,11 @@
 import dataclasses, json
 import pytest
 import torch
-from numcook.train import TrainConfig, train, load_trained, cli as train_cli, batch_indices
+from numcook.train import TrainConfig, train, load_trained, batch_indices
+from numcook.cli import COMMANDS
+
+
+def train_cli(argv): return COMMANDS['train'][0](argv)
 from numcook.utils import read_jsonl, NumcookError
 
 PAIRS = [(f'{a}*{b}=', str(a * b)) for a in range(12) for b in range(12)]
@@ -71,8 +75,7 @@ def test_rfcot_traces_verified():
 
 
 def test_clis(tmp_path, capsys):
-    from numcook.evaluate import cli as eval_cli
-    from numcook.lora import cli as lora_cli
+    eval_cli, lora_cli = COMMANDS['eval'][0], COMMANDS['finetune'][0]
     for c in (train_cli, eval_cli, lora_cli):
         with pytest.raises(SystemExit) as e: c(['--help'])
         assert e.value.code == 0
