@@ -3,7 +3,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from numcook.repro import run_notebook
-from numcook.gsm import cli, generate
+from numcook.cli import main
+from numcook.gsm import generate
 from numcook.gsm_score import gsm_prompt
 from numcook.utils import read_jsonl
 
@@ -64,8 +65,8 @@ def eval_results(tmp_path_factory):
     GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=1024, n_embd=16, n_layer=1, n_head=2)).save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
     probs, res = d / 'p.jsonl', d / 'res'
-    assert cli(['generate', '--subset', 'symbolic', '--ops', '2-5', '--per-op', '2', '--out', str(probs)]) == 0
-    assert cli(['eval', '--model', str(model_dir), '--problems', str(probs), '--out', str(res), '--max-new-tokens', '2', '--device', 'cpu']) == 0
+    assert main(['gsm', 'generate', '--subset', 'symbolic', '--ops', '2-5', '--per-op', '2', '--out', str(probs)]) == 0
+    assert main(['eval', 'gsm', '--model', str(model_dir), '--problems', str(probs), '--out', str(res), '--max-new-tokens', '2', '--device', 'cpu']) == 0
     return probs, res
 
 

@@ -15,10 +15,9 @@ NB = Path(__file__).resolve().parents[1] / 'papers_repro' / 'cookbook_tab7_10_ll
 @pytest.fixture(scope='module')
 def tiny_eval(tmp_path_factory):
     "`numcook train` a micro model for a few steps, then `numcook eval nupa --out` it on integer addition of 1-3 digits."
-    from numcook.train import cli as train_cli
     from numcook.cli import main
     d = tmp_path_factory.mktemp('tiny_eval')
-    assert train_cli(['--model-size', 'micro', '--steps', '3', '--batch-size', '4', '--n-per-length', '20', '--log-every', '3',
+    assert main(['train', '--model-size', 'micro', '--steps', '3', '--batch-size', '4', '--n-per-length', '20', '--log-every', '3',
                       '--out-dir', str(d / 'tiny-adder')]) == 0
     out = d / 'eval-out'   # the results are named after the model its config.json names
     assert main(['eval', 'nupa', '--model', str(d / 'tiny-adder'), '--tasks', 'add_integer,max_integer', '--lengths', '1-3', '--n', '4',
