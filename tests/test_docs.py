@@ -367,7 +367,7 @@ def browse(chromium, url, *args):
 
 # (page, screenshot name, section shown or "" for the top, the outputs that section must show). The module page's
 # error-map section follows the carry regression's tables, so its screenshot shows a table above the plot.
-SHOTS = [("index.html", "home", "", ()), ("zeh_analysis.html", "module", "error-maps-figure-3", ("plot",)),
+SHOTS = [("index.html", "home", "", ()), ("zeh_analysis.html", "module", "error-maps-figure-3", ("table", "plot")),
          (f"tutorials/{TUTORIAL}.html", "tutorial", "a-real-model-in-the-loop", ("table", "plot")),
          (f"gallery/{DEMO}.html", "gallery", "", ())]
 
