@@ -155,7 +155,9 @@ def test_eval_and_gsm_eval_backend_openai_write_the_same_results(served, tmp_pat
     numcook(*args, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'srv')
     for f in ('results.jsonl', 'summary.csv'): assert (tmp_path / 'hf' / f).read_bytes() == (tmp_path / 'srv' / f).read_bytes()
     assert json.loads((tmp_path / 'srv' / 'config.json').read_text())['backend']['base_url'] == served.url
-    write_jsonl(gsm_generate('hard', '2-3', 3, '0', 0), tmp_path / 'problems.jsonl')
+    # Medium: the served model reads one token per character within 2,048 positions, and a Hard problem with its
+    # distractors runs to ~4,600 characters even at op 2
+    write_jsonl(gsm_generate('medium', '2-3', 3, '0', 0), tmp_path / 'problems.jsonl')
     g = ['gsm', 'eval', '--model', served.dir, '--problems', tmp_path / 'problems.jsonl', '--max-new-tokens', '24']
     numcook(*g, '--out', tmp_path / 'gsm_hf')
     numcook(*g, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'gsm_srv')
