@@ -18,7 +18,7 @@ Staged files are rewritten only when they change, so Sphinx's incremental build 
 Why Sphinx + MyST-NB: measured against MkDocs + mkdocs-jupyter (+ mkdocstrings) on this repository, see the
 "Notebooks and docs" section of nbs/index.ipynb."""
 from __future__ import annotations
-import argparse, ast, csv, hashlib, io, json, os, re, shutil, subprocess, sys, time
+import argparse, ast, csv, hashlib, io, json, os, re, shutil, subprocess, sys, textwrap, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,14 +246,16 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
 
 def failure(log: str, proc: Path) -> str:
     "One line naming what failed, from Sphinx's warnings: a cell (notebook, cell number, error) or the first warning."
+    saved = re.search(r"full traceback has been saved in:?\s*(\S+?)\.?$", log, re.M)  # a parallel reader's failure
+    if saved and Path(saved.group(1)).is_file(): log += "\n" + Path(saved.group(1)).read_text(errors="replace")
     log = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", log)  # tracebacks come coloured
-    m = re.search(r"Executing notebook failed: \w+.*?-{3,}\n(.*?)\n-{3,}.*?\n(\w+(?:Error|Exception)\w*): ([^\n]*)", log, re.S)
+    m = re.search(r"(?:Executing notebook failed: \w+|executing the following cell:).*?-{3,}\n(.*?)\n\s*-{3,}.*?\n\s*(\w+(?:Error|Exception)\w*): ([^\n]*)", log, re.S)
     nb = re.search(r"ExecutionError: (\S+\.ipynb)", log) or re.search(r"(\S+\.ipynb)[^\n]*Executing notebook failed", log)
     if m and nb:
         staged = Path(nb.group(1))
         src = Path(json.loads(staged.read_text())["metadata"].get("numcook_source", staged))
         cells = json.loads(src.read_text())["cells"] if src.is_file() else []
-        code = m.group(1).strip()
+        code = textwrap.dedent(m.group(1)).strip()
         idx = next((i for i, c in enumerate(cells) if c["cell_type"] == "code" and code and code in "".join(c["source"])), "?")
         first = next((l for l in code.splitlines() if l.strip()), "")
         return f"broken notebook {rel(src)}: cell {idx} ({first[:60]!r}) raised {m.group(2)}: {m.group(3)[:160]}"

@@ -287,18 +287,18 @@ def test_unchanged_notebooks_are_not_executed_again(small):
 # ------------------------------------------------------------------------------------------------------------
 # The build refuses broken input, with a one-line reason.
 
-def build_small(tmp_path, notebooks: dict):
-    "Build a site from a home page plus `notebooks` (name -> JSON text), with an empty gallery."
+def build_small(tmp_path, notebooks: dict, jobs: int = 1):
+    "Build a site from a home page plus `notebooks` (name -> JSON text), with an empty gallery, in `jobs` Sphinx processes."
     nbs = tmp_path / "nbs"; nbs.mkdir()
     (nbs / "index.ipynb").write_text(nb_json(("markdown", "# Home\n> The home page.")))
     for name, text in notebooks.items(): (nbs / name).write_text(text)
     empty = tmp_path / "empty"; empty.mkdir()
     return run_build("--out", tmp_path / "site", "--nbs", nbs, "--papers-repro", empty, "--figures", empty,
-                     "--proc", tmp_path / "proc", "--jobs", "1", timeout=300)
+                     "--proc", tmp_path / "proc", "--jobs", str(jobs), timeout=300)
 
 
-def build_fails(tmp_path, notebooks: dict) -> str:
-    r = build_small(tmp_path, notebooks)
+def build_fails(tmp_path, notebooks: dict, jobs: int = 1) -> str:
+    r = build_small(tmp_path, notebooks, jobs)
     assert r.returncode == 1, r.stdout + r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     return r.stderr.strip()
@@ -312,6 +312,14 @@ def test_fails_on_a_failing_cell_naming_notebook_and_cell(tmp_path):
     err = build_fails(tmp_path, {"51_bad.ipynb": nb_json(("markdown", "# Bad\n> A cell that raises."), ("code", "x = 2"),
                                                          ("markdown", "Now divide."), ("code", "y = x / 0\nprint(y)"))})
     assert "51_bad.ipynb" in err and "cell 3" in err and "y = x / 0" in err and "ZeroDivisionError" in err
+
+
+def test_a_parallel_build_names_the_failing_cell_too(tmp_path):
+    "With two Sphinx processes the error comes from a reader process (its traceback saved in a file): still one line naming the cell."
+    ok = {f"7{i}_ok{i}.ipynb": nb_json(("markdown", f"# Page {i}\n> Fine."), ("code", f"z = {i}")) for i in range(6)}
+    bad = nb_json(("markdown", "# Bad\n> A cell that raises."), ("code", "import math\nmath.sqrt(-1)"))
+    err = build_fails(tmp_path, {**ok, "79_bad.ipynb": bad}, jobs=2)
+    assert "79_bad.ipynb" in err and "cell 1" in err and "import math" in err and "ValueError" in err, err
 
 
 def test_fails_on_broken_internal_link(tmp_path):
