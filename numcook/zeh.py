@@ -66,6 +66,7 @@ class Item:
     prompt_ids: list[int]  # rendered prompt, tokenized
     answer_ids: list[int]  # canonical gold answer, tokenized
     budget: int            # max new tokens in greedy decoding
+    answer_text: str|None = None  # `answer_ids` decoded (what a complete teacher-forced match reads as)
 
 def _plain_backend(tok):
     "The `tokenizers` backend of `tok` when `tok(texts)` is exactly its `encode_batch` (a fast tokenizer that changes nothing), else False."
@@ -128,10 +129,11 @@ class Verifier:
         ids = self.encode_many([self.render(i) for i in insts], special=not self.chat)
         golds = sorted({i.gold for i in insts})
         enc = dict(zip(golds, self.encode_many(golds)))
-        for g, a in enc.items():
-            if self.family.answer.parse(self.decode(a)) != g:
+        text = {g: self.decode(a) for g, a in enc.items()}
+        for g in golds:
+            if self.family.answer.parse(text[g]) != g:
                 raise NumcookError(f"{self.family.name}: gold {g!r} does not survive tokenization")
-        return [Item(i, p, enc[i.gold], len(enc[i.gold]) + self.slack) for i, p in zip(insts, ids)]
+        return [Item(i, p, enc[i.gold], len(enc[i.gold]) + self.slack, text[i.gold]) for i, p in zip(insts, ids)]
 
 # %% ../nbs/22_zeh.ipynb #a4e3f530
 @torch.no_grad()
@@ -167,10 +169,14 @@ def judge(v:Verifier, it:Item, preds:list[int]) -> tuple[str, str|None, str]:
     for j, p in enumerate(preds):
         if j < len(a) and p == a[j]: continue
         if p is None: return 'fallback', None, v.decode(a[:j])   # a tie: greedy decoding decides
-        if p in v.stop_ids: text = v.decode(a[:j]); return 'done', text, text
+        if p in v.stop_ids: text = _decoded(v, it, j); return 'done', text, text
         text = v.decode(a[:j] + [p])
         return ('fallback' if v.family.answer.viable(text, it.inst.gold) else 'wrong'), None, text
-    text = v.decode(a); return 'done', text, text
+    text = _decoded(v, it, len(a)); return 'done', text, text
+
+def _decoded(v:Verifier, it:Item, j:int) -> str:
+    "The first `j` gold tokens decoded (all of them: the text decoded once when the item was made)."
+    return it.answer_text if j == len(it.answer_ids) and it.answer_text is not None else v.decode(it.answer_ids[:j])
 
 # %% ../nbs/22_zeh.ipynb #891c328e
 def _kv(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -222,8 +228,7 @@ def tf_argmax(v:Verifier, items:list[Item], prefill:bool) -> list[list[int]]:
     rows = [it.prompt_ids[P:] + it.answer_ids for it in items]
     starts = [len(it.prompt_ids) - P - 1 for it in items]  # position predicting the first answer token
     B, L = len(rows), max(map(len, rows))
-    ids = torch.full((B, L), v.pad_id, dtype=torch.long)
-    for r, row in enumerate(rows): ids[r, :len(row)] = torch.tensor(row)
+    ids = torch.tensor([row + [v.pad_id] * (L - len(row)) for row in rows], dtype=torch.long)  # right-padded, one call
     keep = L - min(starts)
     kw = {}
     if P: kw = dict(past_key_values=v.prefix.batch(B), position_ids=torch.arange(P, P + L, device=v.device)[None].expand(B, -1))

@@ -66,10 +66,14 @@ def test_strategies_agree_with_oracle_on_multiplication(models, arch, scenario):
 def test_every_instance_matches_oracle_when_verifying_all(models, family, max_size, arch):
     model, tok = models[arch]
     fam, expected = scripted_family(family, model, tok, max_size, plant={'3:1'})
+    answers = None
     for strat in EXACT:
         s, recs = run(model, tok, fam, strat, max_size, stop='all', bs=4)
         assert set(recs) == set(expected), strat
         assert {i: r['correct'] for i, r in recs.items()} == expected, strat
+        right = {i: r['answer'] for i, r in recs.items() if r['correct']}   # the text greedy decoding would print
+        answers = answers or right
+        assert right == answers, strat
         zeh, limiter = expected_horizon(fam, expected, max_size)
         assert (s['zeh'], s['limiter']['id'], s['n_sizes_covered']) == (zeh, limiter, max_size), strat
         assert zeh <= 2
