@@ -4,13 +4,13 @@
 
 # %% ../nbs/45_gsm.ipynb #76ea9243
 from __future__ import annotations
-import gc, json, multiprocessing, re, sys
+import gc, json, re, sys
 import numpy as np
 import orjson
 from dataclasses import dataclass, field
 from pathlib import Path
 from .utils import (NumcookError, JsonlLog, did_you_mean, derive_seed, parse_range, progress, read_jsonl, rng,
-                           OutputGuard, atomic_file, check_not_input, check_output_path, confirm_large, param, read_records, warn)
+                           OutputGuard, atomic_file, check_not_input, check_output_path, confirm_large, param, read_records, spooled_imap, warn)
 from .gsm_graph import FastDraws, TokenCounter, to_networkx, is_acyclic, approx_tokens
 from .gsm_symbolic import SymProblem, sym_stream, symbolic_batch
 from .gsm_realistic import TEMPLATES, realistic_problem, realistic_sentences, realistic_question, realistic_solution, realistic_graph
@@ -231,16 +231,20 @@ def _init_worker(cfg:GenerateConfig):
 
 def json_lines(recs:list[dict]) -> str:
     "Records as JSON lines joined by newlines: one `orjson` call for the list, then cut between the records."
+    return _json_body(recs).decode()
+
+def _json_body(recs:list[dict]) -> bytes:
+    "`json_lines` as UTF-8 bytes."
     body = orjson.dumps(recs)[1:-1].replace(b'},{"id":', b'}\n{"id":')
     # a JSON string never holds an unescaped quote, so the pattern only occurs between two records (checked)
     if body.count(b'\n') != len(recs) - 1: body = b'\n'.join(map(orjson.dumps, recs))
-    return body.decode()
+    return body
 
-def _task_block(task:tuple) -> tuple[list[str], str]:
-    "The ids and the JSON lines (joined by newlines) of one task's records, made in a worker process."
+def _task_bytes(task:tuple) -> tuple[list[str], bytes]:
+    "The ids and the JSON lines (joined by newlines, UTF-8) of one task's records, made in a worker process."
     cfg, (ops, ctx, modes, templates) = _WORKER['cfg'], _WORKER['plan']
     recs = _task_records(cfg, task, ctx, modes, templates, _WORKER['counter'])
-    return [r['id'] for r in recs], json_lines(recs)
+    return [r['id'] for r in recs], _json_body(recs)
 
 def generate_batches(cfg:GenerateConfig, workers:int=1, skip=frozenset()):
     "Yield `(ids, JSON lines)` per task of `cfg`, in order (tasks whose ids are all in `skip` left out)."
@@ -249,11 +253,9 @@ def generate_batches(cfg:GenerateConfig, workers:int=1, skip=frozenset()):
     todo = [t for t in _tasks(cfg, ops, ctx) if not all(i in skip for i in _task_ids(cfg, t, ctx, modes))]
     if workers == 1 or len(todo) <= 1:
         _init_worker(cfg)
-        for t in todo: yield _task_block(t)
+        for t in todo: ids, body = _task_bytes(t); yield ids, body.decode()
         return
-    mp = multiprocessing.get_context('fork' if 'fork' in multiprocessing.get_all_start_methods() else 'spawn')
-    with mp.Pool(workers, _init_worker, (cfg,)) as pool:
-        yield from pool.imap(_task_block, todo)
+    yield from spooled_imap(_task_bytes, todo, workers, _init_worker, (cfg,))
 
 def generate_lines(cfg:GenerateConfig, workers:int=1, skip=frozenset()):
     "Yield `(id, JSON line)` for the records of `cfg` (ids in `skip` left out where a whole task is done), in order."

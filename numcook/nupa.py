@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_nupa.ipynb #7862d8ea
 from __future__ import annotations
-import functools, json, math, multiprocessing, random, sys
+import functools, json, math, random, sys
 from json.encoder import encode_basestring
 from dataclasses import dataclass, field
 from fractions import Fraction as Q
@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Iterator
 from .utils import NumcookError, Registry, concat_once, did_you_mean, parse_range, progress, read_jsonl, rng
 from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scientific
 from .metrics import ANSWER_REGEX, METRICS, item_metrics, range_of, well_learned_digits, performance_preserving_digits
-from .utils import OutputGuard, atomic_file, check_not_input, confirm_large, param, read_records, results_source
+from .utils import OutputGuard, atomic_file, check_not_input, confirm_large, param, read_records, results_source, spooled_imap
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'KINDS', 'KIND_TITLES', 'NOT_INCLUDED', 'HARD', 'MAX_DIGITS', 'MAX_LENGTH', 'TASK_PROMPTS',
@@ -557,10 +557,9 @@ def iter_lines(tasks=None, # task names: a comma list, a list, 'all' / None (eve
         if workers == 1:
             for job in jobs: yield _unit_lines(job, seed); bar.update()
             return
-        ctx = multiprocessing.get_context('fork' if 'fork' in multiprocessing.get_all_start_methods() else 'spawn')
-        with ctx.Pool(workers) as pool:
-            # units go to whichever worker is free, one at a time (they differ ten-fold in cost), and come back in order
-            for text in pool.imap(functools.partial(_unit_lines, seed=seed), jobs, chunksize=1): yield text; bar.update()
+        # units go to whichever worker is free, one at a time (they differ ten-fold in cost), and come back in order,
+        # each through a file (megabytes of text through the pool's pipe would keep the parent busy)
+        for text in spooled_imap(functools.partial(_unit_lines, seed=seed), jobs, workers): yield text; bar.update()
 
 def to_dataframe(records:Iterable[dict]):
     "The records as a pandas DataFrame (b is NaN for one-operand tasks)."

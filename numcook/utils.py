@@ -16,7 +16,7 @@ __all__ = ['NumcookError', 'warn', 'did_you_mean', 'param', 'field_spec', 'parse
            'remove_folders', 'atomic_file', 'glob_escape', 'atomic_write', 'to_jsonable', 'config_dict', 'save_config',
            'config_mismatch', 'sidecar_path', 'has_results', 'check_resume', 'load_config', 'check_record',
            'output_complete', 'read_records', 'check_not_input', 'read_jsonl', 'write_jsonl', 'JsonlLog', 'OutputLock',
-           'check_output_path', 'OutputGuard', 'confirm_large', 'concat_once', 'results_source']
+           'check_output_path', 'OutputGuard', 'confirm_large', 'spooled_imap', 'concat_once', 'results_source']
 
 # %% ../nbs/00_utils.ipynb #680fd18d
 class NumcookError(ValueError):
@@ -599,6 +599,37 @@ def confirm_large(amount:float, # the estimated amount of work (items, instances
     if amount <= limit: return
     if not yes: raise NumcookError(f"{describe}, more than this command does without asking; add --yes to go ahead, or ask for less")
     print(f"numcook: {describe}; going ahead (--yes)", file=sys.stderr)
+
+# %% ../nbs/00_utils.ipynb #5bdff7a4
+_SPOOL = {}
+
+def _spool_init(fn, folder, init, initargs):
+    _SPOOL.update(fn=fn, folder=folder, n=0)
+    if init is not None: init(*initargs)
+
+def _spool_call(job):
+    "Run the pool's function on `job` in a worker; its text goes to a file, the rest of its result back through the pipe."
+    out = _SPOOL['fn'](job)
+    *meta, text = out if isinstance(out, tuple) else (out,)
+    _SPOOL['n'] += 1
+    path = os.path.join(_SPOOL['folder'], f"{os.getpid()}-{_SPOOL['n']}")
+    with open(path, 'wb') as f: f.write(text if isinstance(text, bytes) else text.encode('utf-8'))
+    return meta, path
+
+def spooled_imap(fn:Callable, # fn(job) -> text, or a tuple whose last item is the text (str or UTF-8 bytes)
+                 jobs:Iterable, # the jobs, handed one at a time to whichever worker is free
+                 workers:int, # worker processes
+                 initializer:Callable|None=None, initargs:tuple=(), # run once in each worker
+                ) -> Iterator:
+    "`Pool.imap(fn, jobs)` for results of large text, in order: each text goes through a temporary file, not the pipe."
+    import multiprocessing
+    ctx = multiprocessing.get_context('fork' if 'fork' in multiprocessing.get_all_start_methods() else 'spawn')
+    with tempfile.TemporaryDirectory(prefix='numcook-spool-') as folder, \
+         ctx.Pool(workers, _spool_init, (fn, folder, initializer, initargs)) as pool:
+        for meta, path in pool.imap(_spool_call, jobs, chunksize=1):
+            with open(path, encoding='utf-8', newline='') as f: text = f.read()
+            os.unlink(path)
+            yield (*meta, text) if meta else text
 
 # %% ../nbs/00_utils.ipynb #0dec3507
 def concat_once(frames, keys:list[str], what:Callable[[object], str]):
