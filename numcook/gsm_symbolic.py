@@ -5,6 +5,7 @@
 # %% ../nbs/41_gsm_symbolic.ipynb #d7570740
 from __future__ import annotations
 from dataclasses import dataclass
+from itertools import compress
 import numpy as np
 from .gsm_graph import approx_tokens
 
@@ -215,11 +216,12 @@ def symbolic_batch(U:np.ndarray, op:int, context:int=0) -> list[SymProblem]:
     e_src, e_dst = par[e_prob, e_child].tolist(), e_child.tolist()
     e_ops = _OP_NAMES[kinds[e_prob, e_child]].tolist()
     out, vals, nl, Fl, xl = [], val.tolist(), nn.tolist(), F.tolist(), x.tolist()
+    asked = (val == x[:, None]).tolist()                                         # which core variables hold the asked value
     lengths, es = (context - budget + used).tolist(), e_start.tolist()
     for b in range(B):
         names = names_blob[8 * W * b:8 * (W * b + nl[b]) - 1].split(' ')
         v, xb, ea, ez = vals[b], xl[b], es[b], es[b + 1]
-        answer = sorted([names[i] for i in range(op) if v[i] == xb])
+        answer = sorted(compress(names, asked[b]))
         out.append(SymProblem(op, text[t_end[b]:t_end[b + 1] - 1], symbolic_question(xb), answer,
                               sol[s_end[b]:s_end[b + 1]] + 'Answer: ' + ', '.join(answer), lengths[b], Fl[b], names,
                               v + [None] * (nl[b] - op), e_src[ea:ez], e_dst[ea:ez], e_ops[ea:ez]))
