@@ -209,6 +209,21 @@ def test_workers_do_not_change_the_output(tmp_path):
     assert f.read_bytes() == outs[0]
 
 
+@pytest.mark.parametrize('op,ctx,first,count', [(1, 0, 0, 5), (2, 0, 509, 7), (13, 0, 0, 600), (6, 250, 3, 70),
+                                                  (25, 2000, 60, 9), (4, 8192, 62, 4)])
+def test_symbolic_json_lines_equal_the_plain_records(op, ctx, first, count):
+    """The lines `gsm generate` writes for Symbolic problems (built from word arrays) are the standard library's JSON of
+    records made one by one from the plain reference `symbolic_problem`, and the oracle agrees with each."""
+    from numcook.gsm import symbolic_json_lines, _sym_record
+    from numcook.gsm_symbolic import sym_stream, symbolic_problem
+    lines = symbolic_json_lines(op, ctx, 4, first, count).decode().split('\n')
+    assert len(lines) == count
+    for i, line in zip(range(first, first + count), lines):
+        rec = _sym_record(symbolic_problem(sym_stream(4, op, ctx, i, 1)[0], op, ctx), op, i, ctx, 4, COUNTER)
+        assert line == json.dumps(rec, separators=(',', ':'))
+        check(json.loads(line))
+
+
 def test_symbolic_with_noise_in_a_fresh_process():
     "The name tables grow on demand: a first problem with noise (large ids at once) works in a new interpreter."
     code = "from numcook.gsm import make_problem; p = make_problem('symbolic', 2, context=30000); print(p['length'])"
