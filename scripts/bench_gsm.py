@@ -8,10 +8,11 @@ numcook's rates are printed. What is timed, per setting (subset, mode, context),
 generators alternating:
 
 - numcook: the problems of `numcook gsm generate` (ops `--ops`, the same number per op), written as JSON Lines:
-  *warm* in this process through `generate_lines` after one untimed run (what the command does after its
-  imports; a block of lines per task, flushed), with 1 process and with `--workers` processes (on 4 times the
-  problems, so that starting the pool weighs as in a real run); *cold* as the command itself in a fresh process
-  (`numcook gsm generate ... --out FILE`: interpreter, imports and first-use tables included).
+  *warm* in this process through `generate_batches` after one untimed run (what the command does after its
+  imports and `utils.reuse_freed_memory`, which this process calls first; a block of lines per task, flushed),
+  with 1 process and with `--workers` processes (on 4 times the problems, so that starting the pool weighs as in
+  a real run); *cold* as the command itself in a fresh process (`numcook gsm generate ... --out FILE`:
+  interpreter, imports and first-use tables included).
 - public: the same number of problems per op from their generator, serialised with `json.dumps` per record and
   written one per line. Symbolic: `data/symbolic/generate_payload.py` (`FindGraphGenerator(42)`, then
   `get_benchmark_info(length, None, op, op, id, 1.0)` per problem, as their `generate_symbolic.py` calls it; its
@@ -162,6 +163,8 @@ def main():
         s, m, per, ctx, path = a.public_job
         public_job(Public(a.authors), s, m, ops, int(per), int(ctx), path)
         return
+    from numcook.utils import reuse_freed_memory
+    reuse_freed_memory()                                  # as the command does (the public warm runs share the setting)
     pub = Public(a.authors) if a.authors else None
     settings = [(s, 'forward', context_tokens(c)) for s in ['symbolic'] for c in a.contexts.split(',')]
     settings += [(s, m, 0) for s in ('medium', 'hard') for m in ('forward', 'reverse')]
