@@ -118,9 +118,9 @@ def ours_job(subset, mode, ops, per_op, ctx, path, workers=1):
     from numcook.gsm import GenerateConfig, generate_batches
     cfg = GenerateConfig(subset, f'{ops[0]}-{ops[-1]}', per_op, str(ctx), 0, mode, 'all')
     n = 0
-    with open(path, 'w') as out:
-        for ids, text in generate_batches(cfg, workers):
-            out.write(text + '\n'); out.flush(); n += len(ids)
+    with open(path, 'wb') as out:
+        for ids, block in generate_batches(cfg, workers):          # (UTF-8 bytes, as the command appends them)
+            out.write(block); out.write(b'\n'); out.flush(); n += len(ids)
     return n
 
 

@@ -227,6 +227,7 @@ SLOW_WRITER = textwrap.dedent('''
         if n[0] == int(sys.argv[2]): os.kill(os.getpid(), 9)
         return orig(self, key, line)
     def append_block(self, keys, text):             # a block of lines, written line by line so that the kill falls inside it
+        text = text.decode() if isinstance(text, bytes) else text
         return sum(append_line(self, k, line) for k, line in zip(keys, text.split('\\n')))
     utils.JsonlLog.append_line, utils.JsonlLog.append_block = append_line, append_block
     from numcook.cli import main
