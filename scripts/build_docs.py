@@ -18,7 +18,7 @@ Staged files are rewritten only when they change, so Sphinx's incremental build 
 Why Sphinx + MyST-NB: measured against MkDocs + mkdocs-jupyter (+ mkdocstrings) on this repository, see the
 "Notebooks and docs" section of nbs/index.ipynb."""
 from __future__ import annotations
-import argparse, ast, csv, hashlib, io, json, os, re, shutil, subprocess, sys, textwrap, time
+import argparse, ast, csv, hashlib, io, json, os, posixpath, re, shutil, subprocess, sys, textwrap, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,8 +26,13 @@ READING_GROUP = [  # one tutorial per paper, in this order: (notebook stem in nb
     ("nupa_reading_group", "Yang et al., *Number Cookbook: Number Understanding of Language Models and How to Improve It*"),
     ("zeh_reading_group", "Sato, *Even GPT-5.2 Can't Count to Five: The Case for Zero-Error Horizons in Trustworthy LLMs*"),
     ("gsm_reading_group", "Zhou et al., *GSM-Infinite*")]
-BANDS = {"0": "Foundations and the NUPA Test", "1": "Tokenizers, models, training", "2": "Zero-Error Horizon",
-         "3": "Zero-Error Horizon analyses", "4": "GSM-Infinite", "9": "Command line and runner"}
+LAYERS = {  # the package's layers and papers, as the API page groups them: (folder of nbs/ and numcook/, title, what it holds)
+    "core": ("Core", "errors and registries, seeds, files, configs and flags, the output discipline, parallel work"),
+    "lm": ("Language models", "tokenizers, where and how a model runs, loading, backends, the evaluation loop, benchmarks, results"),
+    "nupa": ("Number Cookbook (NUPA)", "numbers, the 41 tasks, metrics, formats, training, evaluation, LoRA, RF-CoT, the benchmark"),
+    "zeh": ("Zero-Error Horizon", "families, the trie, exact verification, FlashTree, analyses, the corpus, the zoo, the benchmark"),
+    "gsm": ("GSM-Infinite", "graphs, the Symbolic, Medium and Hard generators, noise, scoring, the benchmark"),
+    "app": ("Application", "the command line, the reproduction runner, the gallery, exports for other tools")}
 HIDE = {"hide", "export", "exporti", "default_exp"}  # nbdev directives of cells that run but are not shown
 CSV_ROWS = 25  # rows of a gallery table shown on its page (the download link has them all)
 
@@ -58,16 +63,13 @@ def h1_summary(cells) -> tuple[str, str]:
 
 
 def code_key(code: str, where: str = "the notebook") -> str:
-    "A hash of the numcook modules that `code` (a notebook's code cells) imports, transitively (numcook.gallery's parser)."
-    from numcook.gallery import _imported_modules, _parse
-    from numcook.utils import NumcookError
+    "A hash of the numcook modules that `code` (a notebook's code cells) imports, transitively (numcook.app.gallery's parser)."
+    from numcook.app.gallery import module_closure, _parse
+    from numcook.core.errors import NumcookError
     pkg = ROOT / "numcook"
-    try: todo, mods = _imported_modules(_parse(code, where), pkg), set()
+    try: mods = module_closure(_parse(code, where), pkg)
     except NumcookError as e: raise BuildError(f"broken notebook {where}: {e}")
-    while todo:
-        m = todo.pop(); mods.add(m)
-        todo |= _imported_modules(_parse((pkg / f"{m}.py").read_text(), f"numcook/{m}.py"), pkg, inside=True) - mods
-    return hashlib.sha256(b"".join(m.encode() + (pkg / f"{m}.py").read_bytes() for m in sorted(mods))).hexdigest()[:16]
+    return hashlib.sha256(b"".join(m.encode() + (pkg / m).read_bytes() for m in sorted(mods))).hexdigest()[:16]
 
 
 def tags_for(d: dict, source: str) -> set:
@@ -98,8 +100,8 @@ def show_doc(sym, renderer=_ShowDoc, **kw): return _show_doc(sym, renderer=rende
 """
 
 
-def stage_notebook(src: Path, links: dict) -> str:
-    "The staged notebook (JSON text) for `src`: show_doc cells, directives as tags, a code-key cell, links mapped."
+def stage_notebook(src: Path, link: "Callable[[str], str]") -> str:
+    "The staged notebook (JSON text) for `src`: show_doc cells, directives as tags, a code-key cell, links mapped by `link`."
     from execnb.nbio import read_nb, nb2str, mk_cell
     from nbdev.process import NBProcessor
     from nbdev.processors import add_show_docs, mv_exports
@@ -115,7 +117,7 @@ def stage_notebook(src: Path, links: dict) -> str:
         d = getattr(c, "directives_", None) or {}
         for k in ("idx_", "directives_", "has_sd"): c.pop(k, None)
         if c.cell_type == "markdown":
-            c.source = re.sub(r"\]\(([^)\s#:]+\.(?:ipynb|html))(#[^)]*)?\)", lambda m: f"]({links.get(m.group(1), m.group(1))}{m.group(2) or ''})", c.source)
+            c.source = re.sub(r"\]\(([^)\s#:]+\.(?:ipynb|html))(#[^)]*)?\)", lambda m: f"]({link(m.group(1))}{m.group(2) or ''})", c.source)
         if c.cell_type != "code": continue
         c.metadata["tags"] = sorted(set(c.metadata.get("tags", [])) | tags_for(d, c.source))
         if summary := " ".join(d.get("code-summary:", [])).strip("\"'"):  # the label of a folded cell ("Solution")
@@ -192,25 +194,43 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
             raise BuildError(f"missing page: {rel(nb)} and {rel(seen.get(name, name))} both render to {name}.html")
         seen[name] = nb
     if "index" not in seen: raise BuildError(f"missing page: {rel(nbs)}/index.ipynb (the home page) does not exist")
-    links = {}  # notebook links as written in nbs/ -> the staged page they point to
-    for nb, name in names.items():
-        links[nb.relative_to(nbs).as_posix()] = links[name + ".html"] = name + ".ipynb"  # nbdev links notebooks or pages
-        links[os.path.relpath(nb, nbs / "tutorials")] = os.path.relpath(name, "tutorials") + ".ipynb"
-    for p in repro.glob("[!_.]*.ipynb"): links[f"../papers_repro/{p.name}"] = f"gallery/{p.stem}.md"
+    by_path = {nb.relative_to(nbs).as_posix(): name for nb, name in names.items()}          # a notebook, by its path in nbs/
+    by_stem = {}                                                                            # a page, by its last name (nbdev's `cli.html`)
+    for name in names.values(): by_stem.setdefault(name.split("/")[-1], []).append(name)
+    gallery = {f"papers_repro/{p.name}": f"gallery/{p.stem}" for p in repro.glob("[!_.]*.ipynb")}
+
+    def linker(nb: Path):
+        "The link mapper of notebook `nb`: a link as written there -> the staged page, relative to the staged page of `nb`."
+        here = posixpath.dirname(names[nb])
+        def link(target: str) -> str:
+            path = posixpath.normpath(posixpath.join(nb.parent.relative_to(nbs).as_posix(), target))
+            if target.endswith(".html"):                       # a page name: here, or (nbdev's way) anywhere when unique
+                page = path[:-5] if path[:-5] in by_stem.get(path[:-5].split("/")[-1], []) else None
+                same = by_stem.get(Path(target).stem, [])
+                page = page or (same[0] if len(same) == 1 else None)
+                return posixpath.relpath(page + ".ipynb", here or ".") if page else target
+            if path.startswith("../papers_repro/") and path[3:] in gallery: return posixpath.relpath(gallery[path[3:]] + ".md", here or ".")
+            page = by_path.get(path)
+            return posixpath.relpath(page + ".ipynb", here or ".") if page else target
+        return link
     written, pages = set(), {}
     for nb, name in names.items():
-        text = stage_notebook(nb, links)
+        text = stage_notebook(nb, linker(nb))
         if name == "index":
             cell = {"cell_type": "markdown", "id": "site-toc", "metadata": {}, "source": toctree(["reading-group", "api", "gallery"], hidden=True)}
             d = json.loads(text); d["cells"].append(cell); text = json.dumps(d, indent=1)
         write_if_changed(proc / f"{name}.ipynb", text, written)
         pages[name] = (nb, *h1_summary(json.loads(nb.read_text())["cells"]))
-    modules = [n for n, (nb, *_) in pages.items() if "/" not in n and n != "index" and "default_exp" in nb.read_text()]
-    api = ["# API reference\n", "One page per module of the `numcook` package: what it is for, examples, and every exported "
-           "function and class with its signature and docstring.\n"]
-    for band, title in BANDS.items():
-        group = [n for n in modules if pages[n][0].name.startswith(band)]
-        if group: api += [f"## {title}\n"] + [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in group] + ["", toctree(group, hidden=True)]
+    modules = [n for n, (nb, *_) in pages.items() if n != "index" and not n.startswith("tutorials/") and "default_exp" in nb.read_text()]
+    api = ["# API reference\n", "One page per module of the `numcook` package, grouped as the package is: the shared layers, one "
+           "package per paper, and the application on top (nothing imports a layer above its own). Each page says what the "
+           "module is for, shows examples, and lists every exported function and class with its signature and docstring.\n"]
+    for folder, (title, what) in LAYERS.items():
+        group = [n for n in modules if n.split("/")[0] == folder]
+        if group: api += [f"## {title} (`numcook.{folder}`)\n", f"{what[0].upper() + what[1:]}.\n"] + \
+                         [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in group] + ["", toctree(group, hidden=True)]
+    flat = [n for n in modules if n.split("/")[0] not in LAYERS]
+    if flat: api += ["## Modules\n"] + [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in flat] + ["", toctree(flat, hidden=True)]
     others = [n for n in pages if n != "index" and n not in modules and not n.startswith("tutorials/")]
     if others: api += ["## More\n"] + [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in others] + ["", toctree(others, hidden=True)]
     write_if_changed(proc / "api.md", "\n".join(api), written)

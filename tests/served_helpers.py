@@ -5,7 +5,7 @@ names its interpreter. Nothing here is a mock: requests go over TCP to vLLM's Op
 import hashlib, http.client, http.server, json, os, signal, socket, socketserver, subprocess, threading, time, urllib.request
 from pathlib import Path
 import torch
-from numcook.zeh import toy_chat_tokenizer, toy_model
+from numcook.lm.testing import toy_chat_tokenizer, toy_model
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = '0123456789, '

@@ -5,11 +5,12 @@ tests/test_served.py, run by `make test-served`.)"""
 import hashlib, http.server, json, threading, time
 import pytest
 import torch
-from numcook.backends import (HFBackend, OpenAIBackend, Position, RetryPolicy, greedy_choice, post_json, weights_hash,
-                              _public_url)
+from numcook.lm.backends import (HFBackend, OpenAIBackend, Position, RetryPolicy, greedy_choice, post_json,
+                                 weights_hash, _public_url)
 from numcook.cli import main
-from numcook.utils import NumcookError, read_jsonl
-from numcook.zeh import toy_chat_tokenizer, toy_model
+from numcook.core.errors import NumcookError
+from numcook.core.files import read_jsonl
+from numcook.lm.testing import toy_chat_tokenizer, toy_model
 
 torch.set_num_threads(1)
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 from numcook.cli import main
-from numcook.utils import OutputLock, read_jsonl
-from numcook.zeh import toy_chat_tokenizer, toy_model
+from numcook.core.outputs import OutputLock
+from numcook.core.files import read_jsonl
+from numcook.lm.testing import toy_chat_tokenizer, toy_model
 
 torch.set_num_threads(1)
 GPU = torch.cuda.is_available()
@@ -215,7 +216,7 @@ def test_a_held_output_refuses_every_writer_at_once(inputs, tmp_path, monkeypatc
 
 SLOW_WRITER = textwrap.dedent('''
     import os, sys, time
-    from numcook import utils
+    from numcook.core import files as utils
     n, orig = [0], utils.JsonlLog.append_line
     def append_line(self, key, line):
         n[0] += 1
@@ -280,7 +281,7 @@ def test_killed_nupa_generate_leaves_no_partial_file(tmp_path):
     "An all-at-once writer killed mid-write leaves no output; the rerun clears the temporary file it left."
     code = textwrap.dedent('''
         import os, sys
-        from numcook import nupa
+        from numcook.nupa import tasks as nupa
         orig = nupa.task_lines                      # what makes each (task, length) unit's lines
         n = [0]
         def killing(*a, **k):
@@ -322,7 +323,7 @@ def test_train_resume_needs_the_same_settings_and_flags_win_over_config(tmp_path
     (tmp_path / 'pairs.jsonl').write_text('{"prompt": "1+1=", "answer": "2"}\n')
     refused(capsys, base + ['--pairs', str(tmp_path / 'pairs.jsonl')], 'data_sha256', tmp_path)
     assert main(base) == 0 and 'holds a finished run' in capsys.readouterr().out      # a rerun of a finished run trains nothing
-    import numcook.train as T
+    import numcook.nupa.train as T
     seen = {}
     def fake(cfg, pairs): seen['cfg'] = cfg; raise KeyboardInterrupt
     monkeypatch.setattr(T, 'train', fake)
@@ -359,7 +360,7 @@ def test_finetune_a_base_without_bos(inputs, tmp_path, capsys):
 
 def test_a_failed_run_leaves_no_config_behind(inputs, tmp_path, capsys, monkeypatch):
     "Group 7: a run that fails after its checks (here: the model cannot verify anything) leaves nothing that blocks a corrected rerun."
-    import numcook.zeh as Z
+    import numcook.zeh.verify as Z
     def broken(*a, **k): raise RuntimeError('out of patience')
     monkeypatch.setattr(Z, 'verify_batch', broken)
     rc = main(['zeh', 'run', '--model', str(inputs / 'model'), '--max-size', '2', '--out', str(tmp_path / 'z')])
@@ -378,7 +379,7 @@ def test_estimates_say_the_number_and_the_flag(tmp_path, capsys, monkeypatch):
     line = refused(capsys, ['zeh', 'run', '--model', 'x', '--family', 'parity', '--max-size', '22', '--stop', 'all', '--out', 'z'],
                    'add --yes', tmp_path)
     assert f'up to {2 ** 23 - 2:,} instances' in line
-    import numcook.nupa as N
+    import numcook.nupa.tasks as N
     monkeypatch.setattr(N, 'GENERATE_LIMIT_BYTES', 1000)
     refused(capsys, ['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl'], 'add --yes', tmp_path)
     assert main(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl', '--yes']) == 0

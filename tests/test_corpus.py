@@ -3,10 +3,10 @@ import gzip, json
 
 import pytest
 
-from numcook.utils import NumcookError
-from numcook.corpus import (CorpusConfig, count_corpus, count_corpus_to_file, count_in_text, iter_documents,
-                            multiplication_pattern)
-from numcook.zeh_analysis import read_frequency_json
+from numcook.core.errors import NumcookError
+from numcook.zeh.corpus import (CorpusConfig, count_corpus, count_corpus_to_file, count_in_text, iter_documents,
+                                multiplication_pattern)
+from numcook.zeh.analysis import read_frequency_json
 
 DOCS = [
     "Times tables: 2*3=6, 3*2=6 and 2 × 3 = 6.",          # (2,3) x3

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "scripts" / "build_docs.py"
 ARTIFACTS = ROOT / "test-artifacts" / "docs"
 READING_GROUP = ["nupa_reading_group", "zeh_reading_group", "gsm_reading_group"]
-MODULE_NB, TUTORIAL = "30_zeh_analysis.ipynb", "nupa_reading_group"  # the executed pages of the small build
+MODULE_NB, TUTORIAL = "zeh/34_analysis.ipynb", "nupa_reading_group"  # the executed pages of the small build
 DEMO = "zz_docs_demo"  # the synthetic reproduction notebook (a name no real one uses)
 DEMO_ROWS = [(1, 1.0, 0.99), (2, 0.95, 0.9), (3, 0.8, 0.7), (4, 0.45, 0.5), (5, 0.125, 0.2)]
 CLAIMS = [("claim", "paper_evidence", "run_evidence", "supported", "reason"),
@@ -58,7 +58,7 @@ def nb_json(*cells):
 
 def module_exports(mod: str):
     "(name, first line of its definition, docstring) of every function and class in `numcook.<mod>.__all__`."
-    py = ROOT / "numcook" / f"{mod}.py"
+    py = ROOT / "numcook" / f"{mod.replace('.', '/')}.py"
     tree = ast.parse(py.read_text())
     names = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
                  and any(getattr(t, "id", None) == "__all__" for t in n.targets))
@@ -104,6 +104,9 @@ def test_every_notebook_is_staged_with_its_api_and_without_test_scaffolding(stag
     assert checked > 100
     api = (staged / "api.md").read_text()
     assert all(f"]({bd.page_name(nb, ROOT / 'nbs')}.ipynb)" in api for nb in notebooks if nb.name[:1].isdigit())
+    assert [l for l in api.splitlines() if l.startswith("## ")][:6] == [
+        "## Core (`numcook.core`)", "## Language models (`numcook.lm`)", "## Number Cookbook (NUPA) (`numcook.nupa`)",
+        "## Zero-Error Horizon (`numcook.zeh`)", "## GSM-Infinite (`numcook.gsm`)", "## Application (`numcook.app`)"]
     rg = (staged / "reading-group.md").read_text()
     assert all(f"(tutorials/{stem}.ipynb)" in rg for stem in READING_GROUP)
     gallery = (staged / "gallery.md").read_text()
@@ -126,11 +129,11 @@ def test_code_key_follows_the_modules_a_notebook_imports(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "numcook", tmp_path / "numcook", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(bd, "ROOT", tmp_path)
     edit = lambda mod: (tmp_path / "numcook" / f"{mod}.py").write_text((tmp_path / "numcook" / f"{mod}.py").read_text() + "\n# edited\n")
-    zoo_nb, gsm_nb = "from numcook.zoo import build_zoo\nbuild_zoo()", "import numpy as np\nfrom numcook.gsm import generate"
+    zoo_nb, gsm_nb = "from numcook.zeh.zoo import build_zoo\nbuild_zoo()", "import numpy as np\nfrom numcook.gsm.generate import generate"
     zoo_key, gsm_key, plain = bd.code_key(zoo_nb), bd.code_key(gsm_nb), bd.code_key("import numpy")
-    edit("zeh_analysis")  # imported by zoo (directly), not by gsm
+    edit("zeh/analysis")  # imported by zoo (directly), not by gsm
     assert bd.code_key(zoo_nb) != zoo_key and bd.code_key(gsm_nb) == gsm_key
-    edit("gsm_graph")  # imported by gsm through gsm_symbolic and others
+    edit("gsm/graph")  # imported by gsm.generate through gsm.symbolic and others
     assert bd.code_key(gsm_nb) != gsm_key and bd.code_key("import numpy") == plain
 
 
@@ -161,6 +164,7 @@ def small(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("docs")
     nbs, papers, figures = tmp / "nbs", tmp / "papers_repro", tmp / "figures"
     (nbs / "tutorials").mkdir(parents=True)
+    (nbs / Path(MODULE_NB).parent).mkdir(parents=True, exist_ok=True)
     for name in ["index.ipynb", MODULE_NB]: shutil.copy(ROOT / "nbs" / name, nbs / name)
     shutil.copy(ROOT / "nbs" / "tutorials" / f"{TUTORIAL}.ipynb", nbs / "tutorials")
     shutil.copytree(ROOT / "papers_repro", papers, ignore=shutil.ignore_patterns(".*"))
@@ -177,7 +181,7 @@ def page(site, path): return (site / path).read_text()
 
 def test_pages_home_gallery_and_reading_group(small):
     site = small[0]
-    for p in ["index.html", "reading-group.html", "gallery.html", "api.html", "zeh_analysis.html", f"tutorials/{TUTORIAL}.html"]:
+    for p in ["index.html", "reading-group.html", "gallery.html", "api.html", "zeh/analysis.html", f"tutorials/{TUTORIAL}.html"]:
         assert (site / p).is_file(), p
     assert all(cmd in text_of(page(site, "index.html")) for cmd in ["make repro", "make test", "make docs", "make lab"])
     gallery = page(site, "gallery.html")
@@ -190,15 +194,15 @@ def test_pages_home_gallery_and_reading_group(small):
 
 
 def test_module_page_shows_outputs_and_api_without_test_scaffolding(small):
-    text_page = page(small[0], "zeh_analysis.html")
+    text_page = page(small[0], "zeh/analysis.html")
     text = norm(text_of(text_page))
     checked = 0
-    for name, line, doc in module_exports("zeh_analysis"):
+    for name, line, doc in module_exports("zeh.analysis"):
         # its heading, with nbdev's anchor (`name.lower()`: the rubric's id, or a span for names with underscores)
         assert re.search(rf'<p class="rubric" id="[^"]+">(<span id="{name}"></span>)?{name}</p>', text_page), f"no API heading for {name}"
         assert f'id="{name.lower()}"' in text_page or f'<span id="{name}">' in text_page
         assert re.search(rf'(def|class)</span>{WS}<span class="n[fc]">{re.escape(name)}</span>', text_page), f"{name}: no signature"
-        assert f"numcook/zeh_analysis.py#L{line}\"" in text_page, f"{name}: no source link to line {line}"
+        assert f"numcook/zeh/analysis.py#L{line}\"" in text_page, f"{name}: no source link to line {line}"
         for part in re.split(r"\$[^$]+\$", doc.splitlines()[0]) if doc else []:  # formulas are typeset: prose only
             assert norm(part) in text, f"docstring of {name} missing"
         checked += 1
@@ -375,7 +379,7 @@ def browse(chromium, url, *args):
 
 # (page, screenshot name, section shown or "" for the top, the outputs that section must show). The module page's
 # error-map section follows the carry regression's tables, so its screenshot shows a table above the plot.
-SHOTS = [("index.html", "home", "", ()), ("zeh_analysis.html", "module", "error-maps-figure-3", ("table", "plot")),
+SHOTS = [("index.html", "home", "", ()), ("zeh/analysis.html", "module", "error-maps-figure-3", ("table", "plot")),
          (f"tutorials/{TUTORIAL}.html", "tutorial", "a-real-model-in-the-loop", ("table", "plot")),
          (f"gallery/{DEMO}.html", "gallery", "", ())]
 

@@ -4,7 +4,9 @@ import json
 import pytest
 
 from numcook.cli import COMMANDS, main
-from numcook.utils import NumcookError, read_jsonl
+from numcook.lm.results import RESULT_FIELDS
+from numcook.core.errors import NumcookError
+from numcook.core.files import read_jsonl
 
 
 def run(*argv):
@@ -15,7 +17,7 @@ def run(*argv):
 @pytest.fixture(scope='module')
 def models(tmp_path_factory):
     "Two tiny chat models (random weights, a ChatML template) and the first one's weights without the template."
-    from numcook.zeh import toy_chat_tokenizer, toy_model
+    from numcook.lm.testing import toy_chat_tokenizer, toy_model
     d = tmp_path_factory.mktemp('models')
     for name, seed, chat in (('a', 1, True), ('b', 2, True), ('plain', 1, False)):
         toy_model('qwen2', seed=seed).save_pretrained(d / name)
@@ -64,8 +66,10 @@ def test_nupa_applies_the_chat_template_as_zeh_does(models, tmp_path):
     # ZEH: the same flag, the same protocol
     z = ['zeh', '--model', models / 'a', '--family', 'parity', '--max-size', '2', '--stop', 'all', '--strategy', 'naive', '--device', 'cpu']
     run(*z, '--out', tmp_path / 'zc'); run(*z, '--no-chat-template', '--out', tmp_path / 'zp')
-    assert json.loads((tmp_path / 'zc' / 'config.json').read_text())['chat_template'] is True
-    assert json.loads((tmp_path / 'zp' / 'config.json').read_text())['chat_template'] is False
+    assert json.loads((tmp_path / 'zc' / 'config.json').read_text())['protocol']['chat_template'] is True
+    assert json.loads((tmp_path / 'zp' / 'config.json').read_text())['protocol']['chat_template'] is False
+    zc = read_jsonl(tmp_path / 'zc' / 'results.jsonl')
+    assert all(r['prompt'].startswith('<|im_start|>') for r in zc)          # ZEH records hold the prompt as sent, too
 
 
 def test_every_results_folder_carries_its_config(models, tmp_path):
@@ -83,7 +87,12 @@ def test_every_results_folder_carries_its_config(models, tmp_path):
         assert cfg['backend']['weights']['sha256'] and cfg['backend']['dtype'] == 'float32', b
         assert cfg['versions']['numcook'] and cfg['versions']['torch'] and 'git_commit' in cfg['versions'], b
         assert cfg['chat_template_sha256'] and cfg['protocol']['system_prompt'] == 'Answer with only the number.', b
-    assert all('Answer with only the number.' in r['prompt'] for r in read_jsonl(tmp_path / 'gsm' / 'results.jsonl'))
+        assert {'settings', 'backend', 'tokenizer', 'protocol', 'decoding', 'task', 'task_version', 'versions'} <= set(cfg), b
+        recs = read_jsonl(d / 'results.jsonl')
+        assert recs and all(list(r)[:6] == list(RESULT_FIELDS) for r in recs), b      # one schema: the same names, in order
+        assert all('Answer with only the number.' in r['prompt'] for r in recs), b    # the prompt as sent
+        summ = json.loads((d / 'summary.json').read_text())
+        assert summ['benchmark'] == b and summ['samples'] == len(recs) and summ['correct'] == sum(r['correct'] for r in recs), b
 
 
 def test_zeh_on_a_nupa_family_without_sample_is_refused_before_writing(models, tmp_path):
@@ -110,15 +119,16 @@ def test_the_same_flags_and_the_paper_defaults():
     "One flag for one thing in every evaluation; NUPA's defaults are the Number Cookbook's test."
     import argparse
     from numcook.cli import ArgParser, add_flags
-    from numcook.evaluate import NupaEval
-    from numcook.evaluation import EvalSettings
-    from numcook.gsm import GsmEval
-    from numcook.zeh import ZehConfig
+    from numcook.nupa.benchmark import NupaEval
+    from numcook.lm.evaluation import EvalSettings
+    from numcook.gsm.benchmark import GsmEval
+    from numcook.zeh.benchmark import ZehEval
     flags = lambda *classes: {a for c in classes for a in add_flags(ArgParser(), c)._option_string_actions}
     shared = {'--model', '--backend', '--batch-size', '--device', '--dtype', '--apply-chat-template', '--no-chat-template',
-              '--system-prompt', '--seed', '--out', '--tasks'}
-    for f in (flags(NupaEval), flags(GsmEval), flags(ZehConfig, EvalSettings)): assert shared <= f
-    assert {'--limit', '--max-new-tokens'} <= flags(NupaEval) & flags(GsmEval)
+              '--system-prompt', '--seed', '--out', '--tasks', '--limit', '--max-new-tokens'}
+    for f in (flags(NupaEval), flags(GsmEval), flags(ZehEval)): assert shared <= f
+    defaults = lambda c: {f.name: f.default for f in __import__('dataclasses').fields(c) if f.name in {g.name for g in __import__('dataclasses').fields(EvalSettings)}}
+    assert defaults(NupaEval) == defaults(GsmEval) == defaults(ZehEval) == defaults(EvalSettings)   # the same defaults on all three
     d = NupaEval()
     assert (d.tasks, d.lengths, d.n, d.sampling) == ('nupa41', None, 1000, 'greedy')
     with pytest.raises(NumcookError, match='add --yes'):       # the paper's test is large: estimated, and asked for

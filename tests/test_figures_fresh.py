@@ -1,15 +1,15 @@
 """The committed figures are what the committed code writes: each `figures/<name>/config.json` fingerprint equals the
-one the current notebook, numcook modules and data give (`numcook.gallery.stale_figures`). A failure names the
+one the current notebook, numcook modules and data give (`numcook.app.gallery.stale_figures`). A failure names the
 notebook and the `numcook repro --only NAME` command that regenerates it."""
 from pathlib import Path
 
 import pytest
 
-from numcook.gallery import _staleness
-from numcook.repro import list_notebooks
+from numcook.app.gallery import _staleness
+from numcook.app.repro import list_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-# Notebooks that do not write a fingerprinted config.json yet (numcook.gallery.write_config). Each is expected to be
+# Notebooks that do not write a fingerprinted config.json yet (numcook.app.gallery.write_config). Each is expected to be
 # stale; once it writes one and its figures are regenerated, the strict xfail turns into a failure until its name
 # is removed here, so the list can only shrink.
 NOT_YET_FINGERPRINTED: set[str] = set()

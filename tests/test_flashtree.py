@@ -1,12 +1,12 @@
-"""numcook.flashtree: trie layout, ancestry from DFS intervals, the dense reference against a brute-force softmax,
+"""numcook.zeh.flashtree: trie layout, ancestry from DFS intervals, the dense reference against a brute-force softmax,
 the launcher's errors, the transformers plumbing (tree_end reaches attention, no mask is built), and the kernel
 sweep of `test_flashtree_interp.py` run in Triton's CPU interpreter in a subprocess."""
 import itertools, os, random, subprocess, sys
 from pathlib import Path
 import pytest
 import torch
-from numcook import flashtree as ft
-from numcook.utils import NumcookError
+from numcook.zeh import flashtree as ft
+from numcook.core.errors import NumcookError
 from zeh_helpers import random_seqs
 
 
@@ -139,7 +139,7 @@ def test_kernel_suite_in_triton_interpreter():
 
 def test_kernel_compiles_for_hopper():
     "The compiled (non-interpreter) path builds to an sm_90 cubin, with tl.dot lowered to wgmma, without a GPU."
-    code = ("import torch; from numcook import flashtree as ft\n"
+    code = ("import torch; from numcook.zeh import flashtree as ft\n"
             "k = ft.compile_for_gpu(torch.bfloat16, 80, tree=True)\n"
             "print('WGMMA', k.asm['ptx'].count('wgmma.mma_async'), 'CUBIN', len(k.asm['cubin']))\n")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

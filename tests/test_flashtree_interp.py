@@ -8,7 +8,7 @@ import torch
 # only when run on its own: never switch the interpreter on for a process that already imported triton
 if not torch.cuda.is_available() and "triton" not in sys.modules: os.environ.setdefault("TRITON_INTERPRET", "1")
 import pytest
-from numcook import flashtree as ft
+from numcook.zeh import flashtree as ft
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 if not (DEV == "cuda" or ft._interpreting()):
@@ -102,22 +102,23 @@ def test_model_logits_on_trie_equal_per_instance_causal(arch):
     seqs = [[int(t) for t in torch.randint(3, 8, (int(torch.randint(1, 7, (1,), generator=g)),), generator=g)]
             for _ in range(8)] + [list(range(3, 21))]  # 18-token chain: ancestors beyond one tile
     prompt = [1, 2, 9, 9, 1]
-    tree = ft.build_tree(seqs)
+    from numcook.zeh.trie import build_trie, tree_forward
+    trie = build_trie(seqs)
     with torch.no_grad():
         cache = DynamicCache(config=cfg)
         model(torch.tensor([prompt], device=DEV), past_key_values=cache, use_cache=True)
-        logits = ft.tree_forward(model, tree, cache).cpu()
+        logits = tree_forward(model, trie, cache, extra=ft.tree_kwargs).cpu()
         assert cache.get_seq_length() == len(prompt)
         model.set_attn_implementation("sdpa")
-        for s, nodes in zip(seqs, tree.nodes):
+        for s, nodes in zip(seqs, trie.paths):
             full = model(torch.tensor([prompt + s], device=DEV)).logits[0, len(prompt):].cpu()
             torch.testing.assert_close(logits[nodes], full, atol=1e-4, rtol=1e-4)
 
 
 def test_zeh_engine_with_flashtree_equals_brute_force_greedy():
-    "numcook.zeh's trie strategy on the kernel: per-instance verdicts and the ZEH equal brute-force greedy decoding's."
+    "numcook.zeh.verify's trie strategy on the kernel: per-instance verdicts and the ZEH equal brute-force greedy decoding's."
     import dataclasses
-    zeh = pytest.importorskip("numcook.zeh")
+    zeh = pytest.importorskip("numcook.zeh.verify")
     from zeh_helpers import controlled_model, scripted_family, expected_horizon
     model, tok = controlled_model("qwen2", seed=0, eos_bias=1.0, comma_bias=0.5)
     fam, expected = scripted_family("multiplication", model, tok, 2, name="mul-ft", plant={"2:1"})

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from numcook.gallery import (Claim, SUPPORT, fingerprint, output_hashes, published, stale_figures, write_claims,
-                             write_config)
-from numcook.utils import NumcookError
+from numcook.app.gallery import (Claim, SUPPORT, fingerprint, output_hashes, published, stale_figures, write_claims,
+                                 write_config)
+from numcook.core.errors import NumcookError
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = sorted((ROOT / 'data' / 'published').glob('*.csv'))
@@ -31,7 +31,7 @@ def test_published_unknown_name_suggests():
 
 DRAW = """
 import sys, matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt
-from numcook.gallery import save_png
+from numcook.app.gallery import save_png
 fig, ax = plt.subplots(figsize=(4, 3)); ax.plot([1, 2, 3], [2, 3, 1], 'o-', label='ρ'); ax.legend()
 ax.set_xscale('log'); ax.set_title('a title'); save_png(fig, sys.argv[1], dpi=90)
 """
@@ -61,11 +61,12 @@ def test_fingerprint_follows_module_imports_transitively():
     # independent oracle: import the notebook's modules and collect the numcook modules they pulled in
     nb = json.loads((ROOT / 'papers_repro' / 'zeh_tab5_structured.ipynb').read_text())
     src = '\n'.join(''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'code')
-    top = sorted(set(re.findall(r'(?:from|import) numcook\.(\w+)', src)))
+    top = sorted(set(re.findall(r'(?:from|import) numcook\.([\w.]+)', src)))
     code = f"import sys, json; import {', '.join('numcook.' + m for m in top)}; " \
-           "print(json.dumps(sorted(m for m in sys.modules if m.startswith('numcook'))))"
+           "print(json.dumps(sorted((m, getattr(sys.modules[m], '__file__', None)) for m in sys.modules if m.startswith('numcook'))))"
     loaded = json.loads(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout)
-    at_import = {('numcook/__init__.py' if m == 'numcook' else 'numcook/' + m.split('.')[1] + '.py') for m in loaded}
+    pkg = ROOT / 'numcook'
+    at_import = {'numcook/' + Path(f).resolve().relative_to(pkg.resolve()).as_posix() for m, f in loaded if f}
     assert at_import - {'numcook/_modidx.py'} <= mods   # everything imported at import time is fingerprinted
     assert fp == fingerprint(ROOT / 'papers_repro' / 'zeh_tab5_structured.ipynb')
 

@@ -3,15 +3,16 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from numcook.gsm import GENERATOR_VERSION, make_problem, generate, parse_context
+from numcook.gsm.generate import GENERATOR_VERSION, make_problem, generate, parse_context
 from numcook.cli import COMMANDS
 
 
 def cli(argv): return COMMANDS['gsm'][0](argv)    # `numcook gsm ...`, errors raised (not printed)
-from numcook.gsm_graph import TokenCounter, to_networkx, is_acyclic
-from numcook.gsm_realistic import TEMPLATES
-from numcook.gsm_score import extract_answer, is_correct
-from numcook.utils import NumcookError, read_jsonl
+from numcook.gsm.graph import TokenCounter, to_networkx, is_acyclic
+from numcook.gsm.realistic import TEMPLATES
+from numcook.gsm.score import parse_reply, is_correct
+from numcook.core.errors import NumcookError
+from numcook.core.files import read_jsonl
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gsm_oracle import solve_symbolic, solve_realistic
@@ -35,7 +36,7 @@ def check(p):
     assert is_acyclic(p['graph']), p['id']                    # nor in the stored graph
     assert p['solution'].rstrip().endswith(str(p['answer']) if p['subset'] != 'symbolic' else ', '.join(p['answer']))
     # the model-facing check: the stated solution's answer line is read back correctly
-    assert is_correct(extract_answer(p['solution'], p['subset']), p['answer'])
+    assert is_correct(parse_reply(p['solution'], p['subset']), p['answer'])
 
 
 @pytest.mark.parametrize('subset,mode', [('symbolic', 'forward'), ('medium', 'forward'), ('medium', 'reverse'),
@@ -163,7 +164,7 @@ def test_context_parsing():
 
 def test_symbolic_blocks_are_prefix_stable():
     "Symbolic problems come in batches; any per_op gives the same first problems, and make_problem agrees with generate."
-    from numcook.gsm import sym_batch_size
+    from numcook.gsm.generate import sym_batch_size
     B = sym_batch_size(0)
     many = list(generate('symbolic', '4', per_op=B + 3, seed=9))
     few = list(generate('symbolic', '4', per_op=5, seed=9))
@@ -214,8 +215,8 @@ def test_workers_do_not_change_the_output(tmp_path):
 def test_symbolic_json_lines_equal_the_plain_records(op, ctx, first, count):
     """The lines `gsm generate` writes for Symbolic problems (built from word arrays) are the standard library's JSON of
     records made one by one from the plain reference `symbolic_problem`, and the oracle agrees with each."""
-    from numcook.gsm import symbolic_json_lines, _sym_record
-    from numcook.gsm_symbolic import sym_stream, symbolic_problem
+    from numcook.gsm.generate import symbolic_json_lines, _sym_record
+    from numcook.gsm.symbolic import sym_stream, symbolic_problem
     lines = symbolic_json_lines(op, ctx, 4, first, count).decode().split('\n')
     assert len(lines) == count
     for i, line in zip(range(first, first + count), lines):
@@ -226,7 +227,7 @@ def test_symbolic_json_lines_equal_the_plain_records(op, ctx, first, count):
 
 def test_symbolic_with_noise_in_a_fresh_process():
     "The name tables grow on demand: a first problem with noise (large ids at once) works in a new interpreter."
-    code = "from numcook.gsm import make_problem; p = make_problem('symbolic', 2, context=30000); print(p['length'])"
+    code = "from numcook.gsm.generate import make_problem; p = make_problem('symbolic', 2, context=30000); print(p['length'])"
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
     assert out.returncode == 0 and 29000 < int(out.stdout) <= 30000, out.stderr[-500:]
 

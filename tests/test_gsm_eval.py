@@ -1,10 +1,14 @@
 import json
 import pytest
 from numcook.cli import COMMANDS
-from numcook.gsm import generate
-from numcook.gsm_score import evaluate_model, extract_answer, is_correct, gsm_prompt
-from numcook.utils import NumcookError, read_jsonl
-from numcook.gsm_graph import is_acyclic
+from numcook.gsm.generate import generate
+from numcook.gsm.score import parse_reply, is_correct, gsm_prompt
+from numcook.gsm.benchmark import GsmBenchmark
+from numcook.lm.evaluation import generate_and_score
+from numcook.core.files import JsonlLog
+from numcook.core.errors import NumcookError
+from numcook.core.files import read_jsonl
+from numcook.gsm.graph import is_acyclic
 
 
 def cli(argv): return COMMANDS['gsm'][0](argv)    # `numcook gsm ...`, errors raised (not printed)
@@ -33,28 +37,29 @@ def tiny_lm(tmp_path_factory):
     return d, tok2, AutoModelForCausalLM.from_pretrained(d)
 
 
-def test_evaluate_model_batched_and_resumable(tmp_path, tiny_lm):
+def test_generation_is_batched_and_resumable(tmp_path, tiny_lm, monkeypatch):
+    "GSM problems through the one generate-and-score loop: batches of the asked size, a torn log repaired, only missing problems generated."
+    import numcook.lm.runtime as R
     d, tok, model = tiny_lm
     probs = list(generate('medium', '2-3', 3, seed=1))
-    out = tmp_path / 'res.jsonl'
-    calls = []
-    orig = model.generate
-    def counting(**kw):
-        calls.append(kw['input_ids'].shape[0]); return orig(**kw)
-    model.generate = counting
+    samples = [{'id': p['id'], 'prompt': gsm_prompt(p), 'gold': p['answer'], 'max_new_tokens': 4, 'subset': p['subset'],
+                'mode': p['mode'], 'op': p['op']} for p in probs]
+    out, calls, orig = tmp_path / 'res.jsonl', [], R.greedy_ids
+    monkeypatch.setattr(R, 'greedy_ids', lambda model, rows, *a: calls.append(len(rows)) or orig(model, rows, *a))
     side, pad = tok.padding_side, tok.pad_token
-    first = evaluate_model(model, tok, probs[:4], out, batch_size=3, max_new_tokens=4)
+    bench = GsmBenchmark()
+    with JsonlLog(out) as log: first = generate_and_score(model, tok, samples[:4], bench.record, log, batch_size=3)
     assert calls == [3, 1] and len(first) == 4
     assert (tok.padding_side, tok.pad_token) == (side, pad) and pad is None   # the caller's tokenizer is left as it was
     # a killed writer leaves a torn line: the log repairs it and only missing problems are generated
     data = out.read_bytes(); out.write_bytes(data[:-10])
     calls.clear()
-    recs = evaluate_model(model, tok, probs, out, batch_size=3, max_new_tokens=4)
+    with JsonlLog(out) as log: recs = generate_and_score(model, tok, samples, bench.record, log, batch_size=3)
     assert calls == [3] and len(recs) == 6
     rows = read_jsonl(out)
     assert sorted(r['id'] for r in rows) == sorted(p['id'] for p in probs)
     for r in rows:
-        assert r['correct'] == is_correct(extract_answer(r['reply'], r['subset']), r['answer'])
+        assert r['correct'] == is_correct(parse_reply(r['output'], r['subset']), r['gold'])
 
 
 def test_cli_eval_and_score(tmp_path, tiny_lm, capsys):
@@ -64,7 +69,7 @@ def test_cli_eval_and_score(tmp_path, tiny_lm, capsys):
     assert cli(['eval', '--model', str(d), '--problems', str(f), '--out', str(res), '--batch-size', '2',
                 '--max-new-tokens', '3']) == 0                                  # the earlier spelling of `eval gsm`
     rows = read_jsonl(res / 'results.jsonl')
-    assert len(rows) == 4 and all(r['prompt'].startswith('Problem: ') and 'reply' in r and 'gold' in r for r in rows)
+    assert len(rows) == 4 and all(r['prompt'].startswith('Problem: ') and 'output' in r and 'gold' in r for r in rows)
     cfg = json.loads((res / 'config.json').read_text())
     assert cfg['decoding']['max_new_tokens'] == 3 and cfg['_complete'] and cfg['backend']['weights']['sha256']
     assert {'summary.csv', 'summary.json'} <= {p.name for p in res.iterdir()}
@@ -99,6 +104,6 @@ def test_lengths_with_a_named_tokenizer(tmp_path, tiny_lm, subset):
             assert p['n_core_sentences'] + p['n_noise_sentences'] == p['problem'].count('.')
             assert len(nodes['name']) == p['problem'].count('.') + (p['n_noise_sentences'] > 0)
             assert max(edges['dst']) < len(nodes['name']) and is_acyclic(p['graph'])
-    from numcook.utils import NumcookError
+    from numcook.core.errors import NumcookError
     with pytest.raises(NumcookError, match='cannot load tokenizer'):
         cli(['generate', '--subset', 'hard', '--tokenizer', str(tmp_path / 'nope'), '--out', str(f)])

@@ -6,9 +6,9 @@ import re, sys
 from collections import Counter
 from pathlib import Path
 
-from numcook.gsm import make_problem
-from numcook.gsm_graph import TokenCounter, to_networkx
-from numcook.gsm_realistic import TEMPLATES
+from numcook.gsm.generate import make_problem
+from numcook.gsm.graph import TokenCounter, to_networkx
+from numcook.gsm.realistic import TEMPLATES
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gsm_oracle import classify, sentences, solve_realistic

@@ -2,11 +2,11 @@ import json
 from pathlib import Path
 import pandas as pd
 import pytest
-from numcook.repro import run_notebook
+from numcook.app.repro import run_notebook
 from numcook.cli import main
-from numcook.gsm import generate
-from numcook.gsm_score import gsm_prompt
-from numcook.utils import read_jsonl
+from numcook.gsm.generate import generate
+from numcook.gsm.score import gsm_prompt
+from numcook.core.files import read_jsonl
 
 REPRO = Path(__file__).resolve().parents[1] / 'papers_repro'
 

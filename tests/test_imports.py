@@ -1,17 +1,26 @@
-"The numcook modules import each other without a cycle: read from the source (every import, also inside functions)."
+"The numcook package is layered: core, the language-model layer, one package per paper, the application. Read from the source (every import, also inside functions)."
+import ast
 from pathlib import Path
 
 import numcook
-from numcook.gallery import _imported_modules, _parse  # the package's one import reader (figure fingerprints use it)
+from numcook.app.gallery import _imported_modules, _parse  # the package's one import reader (figure fingerprints use it)
 
 PKG = Path(numcook.__file__).parent
+LAYERS = {'core': 0, 'lm': 1, 'nupa': 2, 'zeh': 2, 'gsm': 2, 'app': 3, 'cli.py': 4}   # a module may import its own layer and those below
+
+
+def modules() -> list[str]:
+    "Every module of the package as its file path inside it ('zeh/verify.py'), package inits and generated files left out."
+    return sorted(p.relative_to(PKG).as_posix() for p in PKG.rglob('*.py') if not p.name.startswith('_'))
 
 
 def import_graph() -> dict:
-    "Module -> the numcook modules its code imports anywhere (module level, functions, methods)."
-    modules = sorted(p.stem for p in PKG.glob('*.py') if not p.stem.startswith('_'))
-    return {m: _imported_modules(_parse((PKG / f'{m}.py').read_text(), m), PKG, inside=True) - {m, '__init__'}
-            for m in modules}
+    "Module file -> the numcook module files its code imports anywhere (module level, functions, methods)."
+    return {m: {d for d in _imported_modules(_parse((PKG / m).read_text(), m), PKG, inside=m) if not d.endswith('__init__.py')} - {m}
+            for m in modules()}
+
+
+def layer(m: str) -> int: return LAYERS[m.split('/')[0]]
 
 
 def find_cycle(graph: dict):
@@ -34,13 +43,18 @@ def test_the_cycle_finder_finds_cycles():
     assert find_cycle({'a': {'b', 'c'}, 'b': {'c'}, 'c': set()}) is None
 
 
+def test_every_module_sits_in_a_layer():
+    assert {m.split('/')[0] for m in modules()} == set(LAYERS)
+
+
 def test_the_graph_is_read_from_every_import():
     g = import_graph()
-    assert {'utils', 'numbers', 'metrics', 'nupa', 'runtime', 'cli'} <= set(g)
-    assert 'metrics' in g['nupa'] and 'evaluation' in g['gsm_score']  # a module-level and a function-level import
-    assert 'train' in g['evaluation'] and 'flashtree' in g['zeh']    # `from numcook.train import` and `import numcook.x as y`
-    g['metrics'] = g['metrics'] | {'nupa'}                          # the scorer reaching back into the task registry
-    assert set(find_cycle(g)) == {'metrics', 'nupa'}
+    assert {'core/errors.py', 'nupa/tasks.py', 'lm/runtime.py', 'cli.py'} <= set(g)
+    assert 'nupa/metrics.py' in g['nupa/tasks.py']                       # a module-level relative import
+    assert 'lm/benchmark.py' in g['cli.py']                              # an import inside a function
+    assert 'zeh/flashtree.py' in g['zeh/verify.py']                      # `import numcook.zeh.flashtree as ft` in a function
+    g['nupa/metrics.py'] = g['nupa/metrics.py'] | {'nupa/tasks.py'}      # the scorer reaching back into the task registry
+    assert set(find_cycle(g)) == {'nupa/metrics.py', 'nupa/tasks.py'}
 
 
 def test_no_import_cycle_among_numcook_modules():
@@ -48,21 +62,45 @@ def test_no_import_cycle_among_numcook_modules():
     assert cycle is None, 'import cycle: ' + ' -> '.join(cycle)
 
 
+def test_no_module_imports_a_higher_layer():
+    "core imports nothing of numcook above it; the language-model layer no paper package; the papers not the application."
+    up = sorted(f'{m} -> {d}' for m, ds in import_graph().items() for d in ds if layer(d) > layer(m))
+    assert up == [], up
+
+
+def test_the_benchmarks_are_found_not_named():
+    "The command line reaches the benchmarks through the registry: no import of a paper package's benchmark module by name."
+    src = (PKG / 'cli.py').read_text()
+    assert 'benchmark import' not in src.replace('lm.benchmark import', '') and 'importlib' not in src
+
+
 def test_runtime_and_metrics_are_foundations():
     g = import_graph()
-    assert g['runtime'] <= {'utils', 'tokenizers'}      # device, threads and generation borrow from no domain module
-    assert g['metrics'] <= {'utils', 'numbers'}         # answers are read and scored without the task registry
+    assert {d.split('/')[0] for d in g['lm/runtime.py']} <= {'core', 'lm'}        # device, threads and generation borrow from no paper
+    assert g['nupa/metrics.py'] <= {'core/errors.py', 'nupa/numbers.py'}        # answers are read and scored without the task registry
 
 
 def test_only_the_command_line_imports_argparse():
     "The command line is one layer (numcook.cli, built from the config dataclasses): no other module parses flags."
-    users = sorted(p.stem for p in PKG.glob('*.py') if not p.stem.startswith('_')
-                   if 'argparse' in _imported_names((PKG / p.name).read_text()))
-    assert users == ['cli'], users
+    users = sorted(m for m in modules() if 'argparse' in _imported_names((PKG / m).read_text()))
+    assert users == ['cli.py'], users
+
+
+def test_in_function_imports_of_numcook_say_why():
+    "A numcook module imported inside a function defers a heavy dependency, and a comment on that line or the one above says so."
+    silent = []
+    for m in modules():
+        lines = (PKG / m).read_text().splitlines()
+        for node in ast.walk(ast.parse('\n'.join(lines))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)): continue
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.ImportFrom) and (sub.level or (sub.module or '').startswith('numcook')):
+                    here, above = lines[sub.lineno - 1], lines[sub.lineno - 2] if sub.lineno > 1 else ''
+                    if '#' not in here and not above.strip().startswith('#'): silent.append(f'{m}:{sub.lineno}: {here.strip()}')
+    assert silent == [], '\n'.join(silent)
 
 
 def _imported_names(src: str) -> set:
-    import ast
     names = set()
     for node in ast.walk(ast.parse(src)):
         if isinstance(node, ast.Import): names |= {a.name.split('.')[0] for a in node.names}

@@ -6,11 +6,11 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numcook.formats import NumberFormat
-from numcook.metrics import (RANGES, digit_match, dlength, exact_match, extract_answer, item_metrics,
-                             performance_preserving_digits, range_of, well_learned_digits)
-from numcook.nupa import digit_limits, generate, read_predictions, score, score_file, score_items
-from numcook.utils import NumcookError
+from numcook.nupa.formats import NumberFormat
+from numcook.nupa.metrics import (RANGES, digit_match, dlength, exact_match, extract_answer, item_metrics,
+                                  performance_preserving_digits, range_of, well_learned_digits)
+from numcook.nupa.tasks import digit_limits, generate, read_predictions, score, score_file, score_items
+from numcook.core.errors import NumcookError
 
 
 def oracle_parts(s, rep):

@@ -1,11 +1,11 @@
-"Value types of numcook.numbers against Python's exact Fraction and Decimal arithmetic."
+"Value types of numcook.nupa.numbers against Python's exact Fraction and Decimal arithmetic."
 from fractions import Fraction as Q
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numcook.numbers import (Float, Fraction, Integer, Scientific, format_decimal, format_scientific, number_length,
-                             parse_number, representation_of, split_parts)
+from numcook.nupa.numbers import (Float, Fraction, Integer, Scientific, format_decimal, format_scientific,
+                                  number_length, parse_number, representation_of, split_parts)
 from number_oracle import as_float as oracle_float_text, as_sci as oracle_sci_text
 
 FAST = settings(max_examples=150, deadline=None)

@@ -8,13 +8,13 @@ from fractions import Fraction as Q
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numcook.numbers import PATTERNS, number_length
-from numcook.nupa import (A13_EXAMPLES, NUPA_41, TASKS, generate, generate_task, get_task, make_prompt, task_names,
-                          to_dataframe)
-from numcook.utils import NumcookError
+from numcook.nupa.numbers import PATTERNS, number_length
+from numcook.nupa.tasks import (A13_EXAMPLES, NUPA_41, TASKS, generate, generate_task, get_task, make_prompt,
+                                task_names, to_dataframe)
+from numcook.core.errors import NumcookError
 from number_oracle import as_float, as_sci
 
-# ---------------------------------------------------------------- the oracle (independent of numcook.numbers)
+# ---------------------------------------------------------------- the oracle (independent of numcook.nupa.numbers)
 
 def value(s: str, rep: str) -> Q:
     s = s.strip('()')

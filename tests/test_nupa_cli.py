@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from numcook.cli import main
-from numcook.nupa import generate
-from numcook.utils import read_jsonl
+from numcook.nupa.tasks import generate
+from numcook.core.files import read_jsonl
 
 
 def run(capsys, *argv):

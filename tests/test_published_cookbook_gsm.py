@@ -2,8 +2,8 @@
 import pandas as pd
 import pytest
 
-from numcook.gallery import published
-from numcook.nupa import get_task
+from numcook.app.gallery import published
+from numcook.nupa.tasks import get_task
 
 DIGIT_TABLES = ['cookbook_table07_exact_match_digits', 'cookbook_table08_digit_match_digits', 'cookbook_table09_dlength_digits']
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import papermill as pm
 import pytest
 
-from numcook.repro import list_notebooks
+from numcook.app.repro import list_notebooks
 
 NOTEBOOKS = list_notebooks(Path(__file__).resolve().parents[1])
 
@@ -38,8 +38,8 @@ def test_out_dir_defaults_to_its_figures_folder(nb):
 
 
 def test_a_parameter_no_notebook_declares_is_an_error(tmp_path):
-    from numcook.repro import run_all
-    from numcook.utils import NumcookError
+    from numcook.app.repro import run_all
+    from numcook.core.errors import NumcookError
     with pytest.raises(NumcookError, match="unknown parameter 'stepz'.*Did you mean 'steps'"):
         run_all(tmp_path, only=["cookbook_fig4_tokenizers"], params={"stepz": 3}, root=NOTEBOOKS[0].parent)
     assert not any(tmp_path.iterdir())  # nothing ran

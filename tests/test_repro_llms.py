@@ -5,9 +5,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numcook.repro import run_notebook
-from numcook.nupa import read_eval_results, digit_limits
-from numcook.utils import read_jsonl
+from numcook.app.repro import run_notebook
+from numcook.lm.benchmark import read_results
+from numcook.nupa.tasks import digit_limits
+from numcook.core.files import read_jsonl
 
 NB = Path(__file__).resolve().parents[1] / 'papers_repro' / 'cookbook_tab7_10_llms.ipynb'
 
@@ -26,13 +27,13 @@ def tiny_eval(tmp_path_factory):
 
 
 def test_reader_matches_what_eval_stored(tiny_eval):
-    per_len = read_eval_results(tiny_eval)
+    per_len = read_results(tiny_eval)
     recs = pd.DataFrame(read_jsonl(tiny_eval / 'results.jsonl'))
     stored = recs.groupby(['task', 'length'])[['exact_match', 'digit_match', 'dlength']].mean().reset_index()
     merged = per_len.merge(stored, on=['task', 'length'], suffixes=('', '_stored'))
     assert len(merged) == 6 and set(per_len.model) == {'tiny-adder'} and (per_len.n == 4).all()
     for m in ('exact_match', 'digit_match', 'dlength'): assert (merged[m] - merged[f'{m}_stored']).abs().max() < 1e-12
-    from_summary = read_eval_results(tiny_eval / 'summary.csv', model='tiny-adder')
+    from_summary = read_results(tiny_eval / 'summary.csv', model='tiny-adder', benchmark='nupa')
     assert (from_summary[['exact_match', 'digit_match', 'dlength']].values == per_len[['exact_match', 'digit_match', 'dlength']].values).all()
 
 
@@ -58,7 +59,7 @@ def test_a_users_model_beside_the_llms(tmp_path, tiny_eval):
     assert set(mine.model) == {'tiny-adder'} and set(mine.task) == {'add_integer', 'max_integer'} and set(mine.range) == {'S'}
     limits = pd.read_csv(out / 'digit_limits.csv')
     yours = limits[limits.source == 'this run']
-    expected = digit_limits(read_eval_results(tiny_eval)).set_index('task')
+    expected = digit_limits(read_results(tiny_eval)).set_index('task')
     for r in yours[yours.metric == 'exact_match'].itertuples():
         assert (r.wld, r.ppd) == (expected.exact_match_wld[r.task], expected.exact_match_ppd[r.task]) and r.longest_tested == 3
     assert 'your models' in pd.read_csv(out / 'claims.csv').run_evidence[0]

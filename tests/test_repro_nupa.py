@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from numcook.nupa import NUPA_41
-from numcook.repro import run_notebook
+from numcook.nupa.tasks import NUPA_41
+from numcook.app.repro import run_notebook
 
 NBS = Path(__file__).resolve().parents[1] / 'papers_repro'
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from numcook.repro import repo_root, run_notebook
+from numcook.app.repro import repo_root, run_notebook
 
 N = 12
 # model -> {(a, b): prediction}; every other instance of the 12x12 grid is right
@@ -165,7 +165,7 @@ def test_zoo_notebook_on_a_tiny_synthetic_zoo(tmp_path):
 
 
 def test_released_default_is_byte_identical_across_runs(tmp_path):
-    from numcook.gallery import output_hashes
+    from numcook.app.gallery import output_hashes
     a = run('zeh_tab5_structured', tmp_path / 'a')
     b = run('zeh_tab5_structured', tmp_path / 'b')
     ha, hb = output_hashes(a), output_hashes(b)

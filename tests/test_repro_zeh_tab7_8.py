@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from numcook.repro import run_notebook
+from numcook.app.repro import run_notebook
 
 NBS = Path(__file__).resolve().parents[1] / "papers_repro"
 

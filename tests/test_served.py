@@ -11,13 +11,14 @@ from pathlib import Path
 from types import SimpleNamespace
 import pytest
 import torch
-from numcook.backends import HFBackend, OpenAIBackend, RetryPolicy, greedy_choice
-from numcook.evaluate import evaluate
-from numcook.nupa import generate as nupa_generate, make_prompt
-from numcook.gsm import generate as gsm_generate
-from numcook.gsm_score import gsm_prompt
-from numcook.utils import NumcookError, write_jsonl, read_jsonl
-from numcook.zeh import ZehConfig, zero_error_horizon
+from numcook.lm.backends import HFBackend, OpenAIBackend, RetryPolicy, greedy_choice
+from numcook.nupa.evaluate import evaluate
+from numcook.nupa.tasks import generate as nupa_generate, make_prompt
+from numcook.gsm.generate import generate as gsm_generate
+from numcook.gsm.score import gsm_prompt
+from numcook.core.errors import NumcookError
+from numcook.core.files import write_jsonl, read_jsonl
+from numcook.zeh.verify import ZehConfig, zero_error_horizon
 from served_helpers import ROOT, FaultProxy, VllmServer, answer_model, served_python
 from zeh_helpers import scripted_family, expected_horizon
 
@@ -122,7 +123,7 @@ def test_zeh_through_the_server_matches_teacher_forcing(served, scenario, tmp_pa
         assert {i: r['correct'] for i, r in recs.items()} == expected, name
     (s_tf, r_tf), (s_srv, r_srv) = runs['tf'], runs['served']
     assert s_srv['limiter'] == s_tf['limiter']
-    verdict = lambda r: (r['correct'], r['answer'], r.get('answer_prefix'), r['how'].replace('logprobs', 'tf'))
+    verdict = lambda r: (r['correct'], r['output'], r.get('output_prefix'), r['how'].replace('logprobs', 'tf'))
     assert {i: verdict(r) for i, r in r_srv.items()} == {i: verdict(r) for i, r in r_tf.items()}
     if scenario == 'integer_answers': assert any(r['how'] == 'logprobs+fallback' for r in r_srv.values())  # the server's greedy ran
     assert json.loads((tmp_path / 'served' / 'config.json').read_text())['backend']['server_model']['owned_by'] == 'vllm'
@@ -136,7 +137,7 @@ def test_zeh_run_backend_openai_matches_tf(served, tmp_path):
     numcook(*common, *served_args, '--out', tmp_path / 'srv')
     numcook(*common, *served_args, '--strategy', 'batched', '--out', tmp_path / 'greedy')
     summ = {k: json.loads((tmp_path / k / 'summary.json').read_text()) for k in ('tf', 'srv', 'greedy')}
-    recs = {k: {r['id']: (r['correct'], r['answer'] if r['answer'] is not None else r.get('answer_prefix'))
+    recs = {k: {r['id']: (r['correct'], r['output'] if r['output'] is not None else r.get('output_prefix'))
                 for r in read_jsonl(tmp_path / k / 'results.jsonl')} for k in summ}
     for k in ('srv', 'greedy'):
         assert (summ[k]['zeh'], summ[k]['limiter']) == (summ['tf']['zeh'], summ['tf']['limiter']), k
@@ -236,7 +237,7 @@ def test_lm_eval_exact_match_equals_numcook(served, tmp_path):
             mine = evaluate(served.hf, None, docs, prompt_style='prompt', max_new_tokens=budget)
             ours = [m['exact_match'] for m in mine]
         else:
-            from numcook.gsm_score import evaluate_model
+            from numcook.gsm.score import evaluate_model
             mine = evaluate_model(served.hf, None, docs, tmp_path / f'{task}.jsonl', max_new_tokens=budget)
             ours = [float(m['correct']) for m in mine]
         theirs = [s['exact_match'] for s in sorted(ss, key=lambda s: s['doc_id'])]

@@ -1,8 +1,8 @@
-"A tiny model trained by numcook.train learns 2-digit addition to high exact match (the one longer test: it stops early)."
+"A tiny model trained by numcook.nupa.train learns 2-digit addition to high exact match (the one longer test: it stops early)."
 import random
-from numcook.train import TrainConfig, train
-from numcook.evaluate import evaluate
-from numcook.tokenizers import number_tokenizer
+from numcook.nupa.train import TrainConfig, train
+from numcook.nupa.evaluate import evaluate
+from numcook.lm.tokenizers import number_tokenizer
 
 
 def test_tiny_model_learns_two_digit_addition():

@@ -2,12 +2,13 @@
 import dataclasses, json
 import pytest
 import torch
-from numcook.train import TrainConfig, train, load_trained, batch_indices
+from numcook.nupa.train import TrainConfig, train, load_trained, batch_indices
 from numcook.cli import COMMANDS
 
 
 def train_cli(argv): return COMMANDS['train'][0](argv)
-from numcook.utils import read_jsonl, NumcookError
+from numcook.core.files import read_jsonl
+from numcook.core.errors import NumcookError
 
 PAIRS = [(f'{a}*{b}=', str(a * b)) for a in range(12) for b in range(12)]
 
@@ -37,9 +38,9 @@ def test_batches_cover_every_example_once_per_epoch():
 
 
 def test_lora_changes_only_adapters():
-    from numcook.lora import FinetuneConfig, finetune
-    from numcook.models import make_model
-    from numcook.tokenizers import number_tokenizer
+    from numcook.nupa.lora import FinetuneConfig, finetune
+    from numcook.lm.models import make_model
+    from numcook.lm.tokenizers import number_tokenizer
     tok = number_tokenizer()
     base = make_model('micro', tokenizer=tok, seed=3)
     before = {n: p.detach().clone() for n, p in base.named_parameters()}
@@ -54,16 +55,16 @@ def test_lora_changes_only_adapters():
 
 
 def test_lora_nope_option_loads_identity_rotary(tmp_path):
-    from numcook.lora import FinetuneConfig, prepare_base
-    from numcook.models import make_model
-    from numcook.tokenizers import number_tokenizer
+    from numcook.nupa.lora import FinetuneConfig, prepare_base
+    from numcook.lm.models import make_model
+    from numcook.lm.tokenizers import number_tokenizer
     tok = number_tokenizer(); make_model('micro', tokenizer=tok).save_pretrained(tmp_path); tok.save_pretrained(tmp_path)
     model, _ = prepare_base(FinetuneConfig(base=str(tmp_path), pe='nope'))
     assert model.model.rotary_emb.inv_freq.abs().max() == 0
 
 
 def test_rfcot_traces_verified():
-    from numcook.rfcot import RFCOT_TASKS, generate_rfcot, verify, make_example, run_rule, oracle
+    from numcook.nupa.rfcot import RFCOT_TASKS, generate_rfcot, verify, make_example, run_rule, oracle
     for task in RFCOT_TASKS:
         for unit in (1, 3):
             for ex in generate_rfcot(task, [1, 3, 7], 15, seed=5, unit=unit):

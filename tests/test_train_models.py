@@ -2,8 +2,9 @@
 import math
 import pytest
 import torch
-from numcook.models import make_model, load_model, alibi_attention_forward, alibi_slopes, positional_encoding, model_config
-from numcook.tokenizers import number_tokenizer
+from numcook.lm.models import (make_model, load_model, alibi_attention_forward, alibi_slopes, positional_encoding,
+                               model_config)
+from numcook.lm.tokenizers import number_tokenizer
 
 
 def _naive_alibi(q, k, v, allowed, scale):
@@ -83,5 +84,5 @@ def test_paper_sizes():
     with torch.device('meta'):
         n = {s: sum(p.numel() for p in make_model(s, vocab_size=101, seed=None).parameters()) for s in ('100M', '0.9B', '3B')}
     assert 0.09e9 < n['100M'] < 0.13e9 and 0.8e9 < n['0.9B'] < 1.0e9 and 2.7e9 < n['3B'] < 3.2e9
-    from numcook.utils import NumcookError
+    from numcook.core.errors import NumcookError
     with pytest.raises(NumcookError, match='alibi'): model_config('tiny', 'albi')

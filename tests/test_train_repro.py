@@ -2,8 +2,8 @@
 import json
 import pandas as pd
 import pytest
-from numcook.repro import repo_root, run_notebook
-from numcook.gallery import SUPPORT, CLAIM_COLUMNS, output_hashes
+from numcook.app.repro import repo_root, run_notebook
+from numcook.app.gallery import SUPPORT, CLAIM_COLUMNS, output_hashes
 
 SMALL = dict(model_size='micro', steps=4, batch_size=8, n_test=3, n_per_length=30, seeds='0,1', workers=1, dpi=40)
 CASES = {

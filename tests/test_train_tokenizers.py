@@ -2,9 +2,9 @@
 import random, re
 import pytest
 from transformers import AutoTokenizer
-from numcook.tokenizers import number_tokenizer, encode, number_kind, TOKENIZER_KINDS
-from numcook.formats import NumberFormat, REVERSE_MODES
-from numcook.models import make_model
+from numcook.lm.tokenizers import number_tokenizer, encode, number_kind, TOKENIZER_KINDS
+from numcook.nupa.formats import NumberFormat, REVERSE_MODES
+from numcook.lm.models import make_model
 
 
 def _numbers(seed=0, n=60):
@@ -17,7 +17,7 @@ def _numbers(seed=0, n=60):
         out += [digits(k), f'{digits(r.randint(1, k))}.{digits(k, False).rstrip("0") or "0"}',
                 f'{digits(r.randint(1, k))}/{digits(r.randint(1, k))}', f'{r.randint(1, 9)}.{digits(r.randint(1, k), False).rstrip("0") or "0"}e{r.randint(0, 99)}']
     try:  # the benchmark's own numbers, where the NUPA generator is available
-        from numcook.nupa import generate
+        from numcook.nupa.tasks import generate
         for rec in generate(['add_integer', 'add_float', 'add_fraction', 'add_scientific', 'max_integer'], [1, 5, 20], 5, seed):
             out += [rec['a'], rec.get('b', ''), rec['answer']]
     except ImportError: pass
@@ -67,7 +67,7 @@ def test_round_trip_and_splits(tmp_path, kind, k):
 def test_paper_figure3_and_errors():
     assert number_tokenizer('aligned', 3).tokenize('31415.926535897932') == ['31', '415', '.', '926', '535', '897', '932']
     assert number_tokenizer('greedy', 3).tokenize('31415.926535897932') == ['314', '15', '.', '926', '535', '897', '932']
-    from numcook.utils import NumcookError
+    from numcook.core.errors import NumcookError
     with pytest.raises(NumcookError, match='aligned'): number_tokenizer('alinged', 3)
     with pytest.raises(NumcookError): number_tokenizer('aligned', 9)
 

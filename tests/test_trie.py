@@ -1,7 +1,7 @@
 "The trie layout against brute force: ancestors, `end` intervals, depths, masks and verified nodes."
 import random
 import torch
-from numcook.trie import build_trie, tree_mask, verified_nodes
+from numcook.zeh.trie import build_trie, tree_mask, verified_nodes
 from zeh_helpers import random_seqs
 
 
@@ -42,8 +42,9 @@ def test_trie_is_deterministic_and_in_insertion_order():
 
 
 import pytest
-from numcook.families import get_family
-from numcook.zeh import Verifier, toy_chat_tokenizer, toy_model, trie_logits
+from numcook.zeh.families import get_family
+from numcook.zeh.verify import Verifier, trie_logits
+from numcook.lm.testing import toy_chat_tokenizer, toy_model
 
 
 @pytest.mark.parametrize('arch,impl', [('llama', 'sdpa'), ('qwen2', 'eager'), ('qwen2', 'sdpa')])

@@ -8,11 +8,12 @@ import textwrap
 
 import pytest
 
-from numcook.utils import JsonlLog, derive_seed, read_jsonl
+from numcook.core.files import JsonlLog, read_jsonl
+from numcook.core.seeds import derive_seed
 
 
 def test_derive_seed_ignores_pythonhashseed():
-    code = "from numcook.utils import derive_seed; print(derive_seed(7, 'add_integer', 12))"
+    code = "from numcook.core.seeds import derive_seed; print(derive_seed(7, 'add_integer', 12))"
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={**os.environ, "PYTHONHASHSEED": h}).stdout for h in ("0", "1", "12345")}
     assert outs == {f"{derive_seed(7, 'add_integer', 12)}\n"}
@@ -22,7 +23,7 @@ def test_jsonl_log_survives_sigkill(tmp_path):
     path = tmp_path / "log.jsonl"
     writer = textwrap.dedent(f"""
         import os, signal
-        from numcook.utils import JsonlLog
+        from numcook.core.files import JsonlLog
         log = JsonlLog({str(path)!r})
         for i in range(1000):
             log.append({{'id': i, 'payload': 'x' * 500}})
@@ -57,7 +58,7 @@ def test_reuse_freed_memory_stops_faulting_the_same_pages_in_again():
     "Batches of large NumPy temporaries: without the setting every batch faults its pages in again; with it, none."
     code = textwrap.dedent('''
         import resource, sys, numpy as np
-        from numcook.utils import reuse_freed_memory
+        from numcook.core.parallel import reuse_freed_memory
         if sys.argv[1] == '1': assert reuse_freed_memory()
         def batch():
             a = np.ones(6 << 20, np.uint8); b = np.ones(6 << 20, np.uint8); c = (a + b).tobytes()

@@ -2,8 +2,8 @@
 import dataclasses
 import pytest
 import torch
-from numcook.zeh import ZehConfig, zero_error_horizon, STRATEGIES, get_strategy
-from numcook.utils import NumcookError
+from numcook.zeh.verify import ZehConfig, zero_error_horizon, STRATEGIES, get_strategy
+from numcook.core.errors import NumcookError
 from zeh_helpers import controlled_model, scripted_family, expected_horizon
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on a shared CPU
@@ -71,7 +71,7 @@ def test_every_instance_matches_oracle_when_verifying_all(models, family, max_si
         s, recs = run(model, tok, fam, strat, max_size, stop='all', bs=4)
         assert set(recs) == set(expected), strat
         assert {i: r['correct'] for i, r in recs.items()} == expected, strat
-        right = {i: r['answer'] for i, r in recs.items() if r['correct']}   # the text greedy decoding would print
+        right = {i: r['output'] for i, r in recs.items() if r['correct']}   # the text greedy decoding would print
         answers = answers or right
         assert right == answers, strat
         zeh, limiter = expected_horizon(fam, expected, max_size)
@@ -100,14 +100,14 @@ def test_unknown_names_and_missing_flashtree(models):
     with pytest.raises(NumcookError, match='family'):
         zero_error_horizon(model, tok, ZehConfig(family='parity2', max_size=2))
     try:
-        import numcook.flashtree  # noqa: F401
+        import numcook.zeh.flashtree  # noqa: F401
     except ImportError:
-        with pytest.raises(NumcookError, match='numcook.flashtree'):
+        with pytest.raises(NumcookError, match='numcook.zeh.flashtree'):
             zero_error_horizon(model, tok, ZehConfig(family='parity', strategy='flashtree', max_size=2))
 
 
 def test_flashtree_strategy_agrees_when_the_kernel_is_installed(models):
-    pytest.importorskip('numcook.flashtree')
+    pytest.importorskip('numcook.zeh.flashtree')
     model, tok = models['qwen2']
     fam, expected = scripted_family('multiplication', model, tok, 4, name='mul-ft', plant={'2:2', '3:3'})
     s, recs = run(model, tok, fam, 'flashtree', 4, stop='all', bs=3)

@@ -5,14 +5,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numcook.utils import NumcookError
-from numcook.zeh_analysis import (multiplication_grid_order, has_carry, is_structured_error, params_from_name,
+from numcook.core.errors import NumcookError
+from numcook.zeh.analysis import (multiplication_grid_order, has_carry, is_structured_error, params_from_name,
                                   results_frame, zero_error_horizon, accuracy_within, zeh_table, read_grid_json,
                                   read_grid_dir, read_frequency_json, write_frequency_json, frequency_of,
                                   frequency_correlation, spearman_table, structured_error_table, carry_design,
                                   carry_logit, carry_logit_l2, analysis_tables)
-from numcook.zoo import (ZooConfig, sample_training_pairs, training_pair_counts, pair_probabilities, build_zoo,
-                         build_zoos, trained_backend_available, member_name, zoo_family, read_frequency_json)
+from numcook.zeh.zoo import (ZooConfig, sample_training_pairs, training_pair_counts, pair_probabilities, build_zoo,
+                             build_zoos, trained_backend_available, member_name, zoo_family)
+from numcook.zeh.analysis import read_frequency_json
 
 
 def grid(n, wrong, model='m-1B'):
@@ -325,11 +326,11 @@ def test_zoo_cache_is_reused_and_labelled(tmp_path):
     with pytest.raises(NumcookError, match='Valid choices'): ZooConfig(backend='gpu')
 
 
-@pytest.mark.skipif(not trained_backend_available(), reason='needs numcook.train and numcook.zeh')
+@pytest.mark.skipif(not trained_backend_available(), reason='needs numcook.nupa.train and numcook.zeh.verify')
 def test_trained_zoo_agrees_with_plain_greedy_decoding(tmp_path):
     import torch
-    from numcook.families import Instance, render
-    from numcook.train import load_trained
+    from numcook.zeh.families import Instance, render
+    from numcook.nupa.train import load_trained
     cfg = ZooConfig(max_operand=4, train_examples=400, hidden=(16,), layers=(1,), steps=12, prompts=('baseline', 'eval'),
                     backend='trained', device='cpu')
     zoo = build_zoo(cfg, tmp_path)
@@ -350,7 +351,7 @@ def test_trained_zoo_agrees_with_plain_greedy_decoding(tmp_path):
         if ended and answer.isdigit(): assert r.pred == int(answer)   # the recorded prediction is the model's answer
 
 
-@pytest.mark.skipif(not trained_backend_available(), reason='needs numcook.train and numcook.zeh')
+@pytest.mark.skipif(not trained_backend_available(), reason='needs numcook.nupa.train and numcook.zeh.verify')
 def test_zoos_trained_in_two_processes_equal_one_process_byte_for_byte(tmp_path):
     cfg = ZooConfig(max_operand=4, train_examples=300, hidden=(8, 16), layers=(1, 1), steps=15, prompts=('baseline', 'eval'),
                     backend='trained', device='cpu')

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 import torch
 from numcook.cli import main
-from numcook.utils import read_jsonl
-from numcook.zeh import toy_chat_tokenizer, toy_model
+from numcook.core.files import read_jsonl
+from numcook.lm.testing import toy_chat_tokenizer, toy_model
 
 torch.set_num_threads(1)
 
@@ -27,7 +27,7 @@ def test_tokenizer_round_trip(model_dir):
 KILLER = textwrap.dedent('''
     import os, signal, sys, torch
     torch.set_num_threads(1)
-    from numcook import utils
+    from numcook.core import files as utils
     n, orig = [0], utils.JsonlLog.append
     def append(self, rec):
         orig(self, rec); n[0] += 1
@@ -49,9 +49,9 @@ def test_resume_after_sigkill(model_dir, tmp_path):
     assert main(args + [str(tmp_path / 'b')]) == 0  # uninterrupted
     a, b = read_jsonl(tmp_path / 'a' / 'results.jsonl'), read_jsonl(tmp_path / 'b' / 'results.jsonl')
     assert len(a) == len({r['id'] for r in a}) == 14
-    assert sorted((r['id'], r['correct'], r['answer']) for r in a) == sorted((r['id'], r['correct'], r['answer']) for r in b)
+    assert sorted((r['id'], r['correct'], r['output']) for r in a) == sorted((r['id'], r['correct'], r['output']) for r in b)
     sa, sb = (json.loads((tmp_path / x / 'summary.json').read_text()) for x in 'ab')
-    assert (sa['zeh'], sa['limiter'], sa['evaluated']) == (sb['zeh'], sb['limiter'], 14)
+    assert (sa['zeh'], sa['limiter'], sa['samples']) == (sb['zeh'], sb['limiter'], 14)
     assert len(sa['timings']['invocations']) == 1  # the killed invocation never got to write its timing
 
 
@@ -61,12 +61,16 @@ def test_summary_and_errors(model_dir, tmp_path, capsys):
                  '--strategy', 'trie', '--max-size', '4', '--out', str(out)]) == 0
     capsys.readouterr()
     assert main(['zeh', 'summary', str(out)]) == 0
-    s = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    from numcook.zeh.benchmark import folder_summary
+    rows, s = folder_summary(out)
+    assert f"ZEH {s['zeh']}" in printed and 'size' in printed.splitlines()[0]      # the table numcook eval zeh prints, and its headline
+    assert {**s, 'rows': rows} == json.loads((out / 'summary.json').read_text())      # recomputed from the records: what the run wrote
     assert s['family'] == 'multiplication' and s['prompt'] == 'product' and s['exhaustive'] and not s['sampled']
     recs = read_jsonl(out / 'results.jsonl')
     first_bad = min((r for r in recs if not r['correct']), key=lambda r: (r['size'], r['index']))
     assert s['zeh'] == first_bad['size'] - 1 and s['limiter']['id'] == first_bad['id']
-    assert s['limiter']['answer'] is not None
+    assert s['limiter']['output'] is not None
     for argv, msg in [(['--family', 'multiplicaton'], "Did you mean 'multiplication'"),
                       (['--strategy', 'flash'], 'strategy'), (['--prompt', 'evaluate'], "'eval'"),
                       (['--dtype', 'fp8'], 'dtype')]:
@@ -83,7 +87,7 @@ def test_sampled_horizon_is_labelled(model_dir, tmp_path):
     assert main(['zeh', 'run', '--model', str(model_dir), '--family', 'parity', '--sample', '3', '--seed', '5',
                  '--stop', 'all', '--max-size', '4', '--strategy', 'tf_prefill', '--out', str(out)]) == 0
     s = json.loads((out / 'summary.json').read_text())
-    assert s['sampled'] and not s['exhaustive'] and s['sample_per_size'] == 3 and s['evaluated'] == 2 + 3 + 3 + 3
+    assert s['sampled'] and not s['exhaustive'] and s['sample_per_size'] == 3 and s['samples'] == 2 + 3 + 3 + 3
 
 
 def test_nupa_task_as_sampled_family(model_dir, tmp_path):
@@ -105,4 +109,4 @@ def test_bfloat16_run(model_dir, tmp_path):
     assert main(['zeh', 'run', '--model', str(model_dir), '--family', 'parentheses', '--max-size', '2', '--stop', 'all',
                  '--dtype', 'bf16', '--strategy', 'trie', '--device', 'cpu', '--out', str(out)]) == 0
     s = json.loads((out / 'summary.json').read_text())
-    assert s['evaluated'] == 6 and s['timings']['invocations'][0]['dtype'] == 'bfloat16'
+    assert s['samples'] == 6 and s['timings']['invocations'][0]['dtype'] == 'bfloat16'

@@ -1,8 +1,8 @@
 "Problem families against independent oracles: enumeration, gold answers, parsing, prompts."
 import itertools, random
 import pytest
-from numcook.families import (get_family, render, IntegerAnswer, ChoiceAnswer, chromatic_number, graph_edges)
-from numcook.utils import NumcookError
+from numcook.zeh.families import get_family, render, IntegerAnswer, ChoiceAnswer, chromatic_number, graph_edges
+from numcook.core.errors import NumcookError
 import networkx as nx
 
 

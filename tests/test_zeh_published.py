@@ -1,5 +1,5 @@
 """Every printed value of the ZEH paper's Tables 3-6 and Figure 3, as transcribed in data/published/, against what
-numcook.zeh_analysis (the functions the notebooks call) computes from the authors' released results in
+numcook.zeh.analysis (the functions the notebooks call) computes from the authors' released results in
 data/zeh_released/, and the counts and correlations also against a direct reading of the raw JSON."""
 import gzip, json
 from pathlib import Path
@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numcook.gallery import published
-from numcook.zeh_analysis import (accuracy_within, carry_logit, read_frequency_json, read_grid_dir, spearman_table,
+from numcook.app.gallery import published
+from numcook.zeh.analysis import (accuracy_within, carry_logit, read_frequency_json, read_grid_dir, spearman_table,
                                   structured_error_table, zeh_table)
 
 ROOT = Path(__file__).resolve().parents[1]

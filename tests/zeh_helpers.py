@@ -1,7 +1,8 @@
 "Models whose answers the tests control, a brute-force greedy oracle, and random token sequences, for the ZEH tests."
 import torch
-from numcook.families import ExactAnswer, get_family, relabel
-from numcook.zeh import Verifier, toy_chat_tokenizer, toy_model
+from numcook.zeh.families import ExactAnswer, get_family, relabel
+from numcook.zeh.verify import Verifier
+from numcook.lm.testing import toy_chat_tokenizer, toy_model
 
 ALLOWED = '0123456789, '
 
@@ -21,9 +22,9 @@ class BiasedLM(torch.nn.Module):
 
 def controlled_model(arch='llama', seed=0, eos_bias=1.0, comma_bias=0.0, tokenizer='bytes'):
     """A tiny random Llama/Qwen2 restricted to answer characters, with tunable EOS and comma preferences.
-    `tokenizer`: 'bytes' (ChatML byte-level) or 'number' (numcook.tokenizers' one-digit tokenizer, its chat template)."""
+    `tokenizer`: 'bytes' (ChatML byte-level) or 'number' (numcook.lm.tokenizers' one-digit tokenizer, its chat template)."""
     if tokenizer == 'number':
-        from numcook.tokenizers import number_tokenizer
+        from numcook.lm.tokenizers import number_tokenizer
         tok = number_tokenizer('one_digit', chat_template=True)
     else: tok = toy_chat_tokenizer()
     base = toy_model(arch, seed=seed, init_range=0.5, vocab_size=len(tok), eos_token_id=tok.eos_token_id)
