@@ -201,7 +201,8 @@ def table8(model, args, dev, log=print):
     except ImportError as e:
         return [dict(table=8, method="all", ms=None, note=f"skipped: numcook.zeh.verify not available ({e})")]
     from numcook.zeh import flashtree as ft
-    tok = zeh.toy_chat_tokenizer()  # one token per byte; the model's vocabulary is larger, which is fine
+    from numcook.lm.testing import toy_chat_tokenizer
+    tok = toy_chat_tokenizer()  # one token per byte; the model's vocabulary is larger, which is fine
     run_flash = dev.type == "cuda" or (args.flashtree_on_cpu and ft._interpreting())
     rows, methods = [], dict(T8_METHODS)
     fs = zeh.get_strategy("flashtree")
