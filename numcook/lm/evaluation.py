@@ -197,15 +197,15 @@ def generate_and_score(model, tok, samples:Sequence[dict], score:Callable[[dict,
     new = {}
     bar = progress(total=len(todo), desc=desc, unit='sample', **({} if show_progress else {'disable': True}))
     try:
-        for budget in sorted({x['max_new_tokens'] for x in todo}):
-            group = [x for x in todo if x['max_new_tokens'] == budget]
-            for i in range(0, len(group), 4 * batch_size):
-                chunk = group[i:i + 4 * batch_size]
-                bs = batch_rows(chunk, budget, batch_size)
-                outs = gen.generate([x['prompt'] for x in chunk], budget, sampling, seed, bs, add_bos=add_bos)
-                for x, o in zip(chunk, outs):
-                    rec = score(x, o.text); new[x['id']] = rec
-                    if folder is not None: folder.append(rec)
-                bar.update(len(chunk))
+        group = sorted(todo, key=lambda x: x['max_new_tokens'])     # similar budgets batch together; each row stops at its own
+        for i in range(0, len(group), 4 * batch_size):
+            chunk = group[i:i + 4 * batch_size]
+            budgets = [x['max_new_tokens'] for x in chunk]
+            bs = batch_rows(chunk, max(budgets), batch_size)
+            outs = gen.generate([x['prompt'] for x in chunk], budgets, sampling, seed, bs, add_bos=add_bos)
+            for x, o in zip(chunk, outs):
+                rec = score(x, o.text); new[x['id']] = rec
+                if folder is not None: folder.append(rec)
+            bar.update(len(chunk))
     finally: bar.close()
     return [new.get(x['id']) or done[x['id']] for x in samples]

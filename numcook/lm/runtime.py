@@ -100,7 +100,7 @@ def greedy_ids(model, # a transformers causal LM
 def generate(model, # a transformers causal LM
              tokenizer, # its tokenizer (left unchanged)
              prompts:Sequence[str|list[int]], # the texts (or token ids) to continue
-             max_new_tokens:int=32, # most tokens generated per prompt
+             max_new_tokens:int|Sequence[int]=32, # most tokens generated: one budget for all prompts, or one per prompt
              batch_size:int=16, # prompts per model.generate call
              sampling:str='greedy', # a key of SAMPLING
              seed:int=0, # seeds sampling and random tokenization
@@ -110,8 +110,10 @@ def generate(model, # a transformers causal LM
             ) -> list[str]:
     "The continuation of each prompt up to its first stop token, decoded, from left-padded batches of similar length."
     if sampling not in SAMPLING: raise did_you_mean(sampling, SAMPLING, 'sampling')
-    if batch_size < 1 or max_new_tokens < 1:
-        raise NumcookError(f"batch_size and max_new_tokens must be at least 1, got {batch_size} and {max_new_tokens}")
+    budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    if len(budgets) != len(prompts): raise NumcookError(f"{len(budgets)} answer budgets for {len(prompts)} prompts")
+    if batch_size < 1 or min(budgets, default=1) < 1:
+        raise NumcookError(f"batch_size and max_new_tokens must be at least 1, got {batch_size} and {min(budgets, default=1)}")
     dev = next(model.parameters()).device
     bos = _wants_bos(tokenizer, add_bos)
     enc = [list(p) if not isinstance(p, str) else encode(tokenizer, p, seed=derive_seed(seed, 'eval-tokens', p), add_bos=bos)
@@ -126,16 +128,16 @@ def generate(model, # a transformers causal LM
     with torch_threads(cpu_threads, dev):
         for bi, idx in enumerate(bar):
             if not SAMPLING[sampling]['do_sample']:
-                for i, (new, _) in zip(idx, greedy_ids(model, [enc[i] for i in idx], max_new_tokens, stops, pad)):
+                for i, (new, _) in zip(idx, greedy_ids(model, [enc[i] for i in idx], [budgets[i] for i in idx], stops, pad)):
                     out[i] = tokenizer.decode(new, skip_special_tokens=True)
                 continue
             ids, mask = left_pad([enc[i] for i in idx], pad)
             with torch.random.fork_rng(devices=[dev] if dev.type == 'cuda' else []):
                 torch.manual_seed(derive_seed(seed, 'sample', bi))
-                gen = model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev), max_new_tokens=max_new_tokens,
+                gen = model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev), max_new_tokens=max(budgets[i] for i in idx),
                                      pad_token_id=pad, eos_token_id=stops or None, **SAMPLING[sampling])
             for r, i in enumerate(idx):
                 new = gen[r, ids.shape[1]:].tolist()
                 cut = next((j for j, t in enumerate(new) if t in stops), len(new))
-                out[i] = tokenizer.decode(new[:cut], skip_special_tokens=True)
+                out[i] = tokenizer.decode(new[:min(cut, budgets[i])], skip_special_tokens=True)
     return out
