@@ -264,6 +264,15 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
     return {"notebooks": len(notebooks), "tutorials": [n.split("/")[1] for n in tutorials]}
 
 
+def cached_traceback(proc: Path, notebook: str) -> str | None:
+    "The traceback jupyter-cache recorded for the staged `notebook` on its last execution, or None."
+    try:
+        from jupyter_cache import get_cache
+        return get_cache(str(proc / ".jupyter_cache")).get_project_record(notebook).traceback
+    except Exception:  # no cache, no record: the caller falls back to the log alone
+        return None
+
+
 def failure(log: str, proc: Path) -> str:
     "One line naming what failed, from Sphinx's warnings: a cell (notebook, cell number, error) or the first warning."
     saved = re.search(r"full traceback has been saved in:?\s*(\S+?)\.?$", log, re.M)  # a parallel reader's failure
@@ -271,6 +280,9 @@ def failure(log: str, proc: Path) -> str:
     log = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", log)  # tracebacks come coloured
     m = re.search(r"(?:Executing notebook failed: \w+|executing the following cell:).*?-{3,}\n(.*?)\n\s*-{3,}.*?\n\s*(\w+(?:Error|Exception)\w*): ([^\n]*)", log, re.S)
     nb = re.search(r"ExecutionError: (\S+\.ipynb)", log) or re.search(r"(\S+\.ipynb)[^\n]*Executing notebook failed", log)
+    if nb and not m and (tb := cached_traceback(proc, nb.group(1))):  # a parallel reader's error may carry no cell: the cache has it
+        m = re.search(r"executing the following cell:.*?-{3,}\n(.*?)\n\s*-{3,}.*?\n\s*(\w+(?:Error|Exception)\w*): ([^\n]*)",
+                      re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", tb), re.S)
     if m and nb:
         staged = Path(nb.group(1))
         src = Path(json.loads(staged.read_text())["metadata"].get("numcook_source", staged))

@@ -326,6 +326,16 @@ def test_a_parallel_build_names_the_failing_cell_too(tmp_path):
     assert "79_bad.ipynb" in err and "cell 1" in err and "import math" in err and "ValueError" in err, err
 
 
+def test_a_failure_whose_log_names_no_cell_is_read_from_the_cache(tmp_path):
+    "A parallel reader's error can reach the log as the exception's name and the notebook alone: the cell comes from jupyter-cache."
+    bad = nb_json(("markdown", "# Bad\n> A cell that raises."), ("code", "x = 1"), ("code", "import math\nmath.sqrt(-1)"))
+    build_fails(tmp_path, {"78_bad.ipynb": bad})
+    staged = next((tmp_path / "proc").rglob("*bad.ipynb"))
+    line = import_build_docs().failure(f"Sphinx parallel build error!\nmyst_nb.core.execute.base.ExecutionError: {staged}\n",
+                                       tmp_path / "proc")
+    assert "78_bad.ipynb" in line and "cell 2" in line and "import math" in line and "ValueError" in line, line
+
+
 def test_fails_on_broken_internal_link(tmp_path):
     err = build_fails(tmp_path, {"52_links.ipynb": nb_json(("markdown", "# Links\n> A page that links nowhere."),
                                                            ("markdown", "See [the missing notebook](53_missing.ipynb)."))})

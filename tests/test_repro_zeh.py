@@ -45,8 +45,9 @@ def run(name, tmp_path, **params):
 
 def claims_of(out):
     c = pd.read_csv(out / 'claims.csv', keep_default_na=False)
-    assert list(c.columns) == ['claim', 'paper_evidence', 'run_evidence', 'supported', 'reason'] and len(c)
+    assert list(c.columns) == ['claim', 'paper_evidence', 'run_evidence', 'supported', 'reason', 'evidence_from'] and len(c)
     assert set(c.supported) <= {'yes', 'no', 'not tested at this scale'}
+    assert set(c.evidence_from) <= {'this run', 'released data', 'printed tables'}
     assert all(r.reason for r in c.itertuples() if r.supported != 'yes')
     return c
 
