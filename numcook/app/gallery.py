@@ -309,8 +309,9 @@ def _typed(name:str, v, kind:str):
 def check_params(notebook:str, # the papers_repro notebook's name (stem)
                  namespace:dict, # where its parameters are (the notebook's `globals()`): checked values go back there
                  paths:Iterable[str]=('out_dir',), # parameters that are paths, read relative to the notebook's folder
+                 scales:dict|None=None, # preset name -> {parameter: value}: what `-p scale=NAME` sets (values given explicitly win)
                  **rules) -> dict: # name -> dict(lo=, hi=, lo_open=, choices=) of that parameter
-    "The parameters of `notebook` as given, after checking each (type, range, choices); paths resolved and a non-default run redirected, in `namespace`."
+    "The parameters of `notebook` as given, after checking each (type, range, choices) and applying a `scale` preset; paths resolved and a non-default run redirected, in `namespace`."
     nb = _notebook_path(notebook)
     kinds, defaults = _annotations(nb), _defaults(nb)
     for name in rules:
@@ -324,6 +325,12 @@ def check_params(notebook:str, # the papers_repro notebook's name (stem)
             if name in rules: v = parse_value(v, {'int': int, 'float': float}.get(kind, str), **rules[name])
         except ValueError as e: raise NumcookError(f"{nb.stem}: parameter {name}: {e}") from None
         given[name] = namespace[name] = v
+    if scales:                                   # a preset (the paper's setting, say) fills what was left at its default
+        choices = [defaults.get('scale'), *scales]
+        if given.get('scale') not in choices: raise did_you_mean(given.get('scale'), choices, f'scale of {nb.stem}')
+        for k, v in scales.get(given['scale'], {}).items():
+            if k not in kinds: raise did_you_mean(k, kinds, f'parameter of {nb.stem}')
+            if given[k] == defaults.get(k): given[k] = namespace[k] = v
     odd = {k: v for k, v in given.items() if k != 'out_dir' and k in defaults and v != defaults[k]}
     if 'out_dir' in given and given['out_dir'] == defaults.get('out_dir') and odd:
         tag = hashlib.sha256(json.dumps(to_jsonable(odd), sort_keys=True).encode()).hexdigest()[:8]

@@ -27,7 +27,8 @@ MODEL_SIZES = {  # name -> (num_hidden_layers, hidden_size, intermediate_size, n
     '0.9B': (16, 2048, 7168, 16, 4),   # Table 11
     '3B':   (24, 3072, 10752, 24, 6),  # Table 11
     '1.3M': (2, 192, 672, 4, 4),       # the 2-layer "small model" of Table 13 / 14
-    'tiny': (2, 128, 384, 4, 4),       # CPU tests and notebooks
+    'tiny': (2, 128, 384, 4, 4),       # CPU tests and tutorials
+    '0.2M': (3, 64, 256, 4, 4),        # the reproduction notebooks' CPU models: learn 1-3 digit addition in minutes
     'micro': (1, 64, 192, 4, 4),       # smoke tests
 }
 POSITIONAL_ENCODINGS = ('rope', 'nope', 'alibi')  # §3.2

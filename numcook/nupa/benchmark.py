@@ -27,7 +27,7 @@ class NupaEval(EvalSettings):
     lengths: str|None = None               # digit lengths like '1-20' (default: each task's own range, as in the paper)
     n: int = param(1000, lo=1)             # questions per task and length (the paper: 1000, fewer where a length has fewer)
     sampling: str = param('greedy', choices=tuple(SAMPLING))  # decoding: 'greedy', or 'paper' (A.4.1: temperature 0.6, top-p 0.9)
-    prompt_style: str|None = param(None, choices=('compact', 'nupa'))  # default: a numcook run's own, else 'nupa'
+    prompt_style: str|None = param(None, choices=('completion', 'nupa', 'compact'))  # default: a numcook run's own, else 'completion' (A.2: format prompt, then the task)
 
 NUPA_EVAL_VERSION = 2   # bumped when the items, prompts or scores of a seed and settings change (2: the shared results schema)
 EVAL_LIMIT = 200_000    # samples an evaluation runs at most without --yes
@@ -40,7 +40,7 @@ def _style(s:NupaEval, lm:Loaded|None) -> tuple[NumberFormat, str]:
     "The number format and prompt style the model is asked in: a numcook run's own, else plain numbers and the 'nupa' style."
     tcfg = train_config(lm.run_config) if lm is not None and lm.run_config else None
     if tcfg is not None: return tcfg.number_format, s.prompt_style or tcfg.prompt_style
-    return NumberFormat(), s.prompt_style or 'nupa'
+    return NumberFormat(), s.prompt_style or 'completion'
 
 def nupa_samples(s:NupaEval, fmt:NumberFormat, style:str, tok, chat:bool) -> list[dict]:
     "The NUPA items of `s` (the first `s.limit`), each with its prompt as sent, gold answer and answer budget."

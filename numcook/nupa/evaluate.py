@@ -4,7 +4,7 @@
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #50f354ee
 from __future__ import annotations
-import dataclasses, multiprocessing, os, time
+import dataclasses, functools, hashlib, json, math, multiprocessing, os, shutil, tempfile, time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +19,17 @@ from ..lm.tokenizers import number_tokenizer
 from .formats import NumberFormat
 from .metrics import item_metrics
 from .tasks import TASKS, check_prompt_style, make_prompt
-from .train import train
+from .train import train, save_model, _RUN_FREE
+from ..core.files import atomic_write
+from ..core.outputs import OutputLock
+from ..lm.models import load_model
+from ..lm.runtime import pick_device
+from safetensors.torch import save_file, load_file
 
 # %% auto #0
-__all__ = ['answer_representation', 'score_output', 'evaluate', 'summarize', 'length_callback', 'curve_rows', 'Experiment',
-           'run_experiment', 'run_experiments', 'experiment_timings', 'over_seeds']
+__all__ = ['CACHE_VERSION', 'answer_representation', 'score_output', 'evaluate', 'summarize', 'length_callback', 'curve_rows',
+           'Experiment', 'run_key', 'run_digest', 'train_cached', 'cached_run', 'run_experiment', 'run_experiments',
+           'experiment_timings', 'training_cost', 'over_seeds']
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #f4033a62
 def answer_representation(rec:dict) -> str|None:
@@ -94,7 +100,7 @@ def curve_rows(history:Sequence[dict], **labels) -> list[dict]:
             rows.setdefault((h['step'], int(L)), {**labels, 'step': h['step'], 'samples': h['samples'], 'length': int(L)})[m] = v
     return [rows[k] for k in sorted(rows)]
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #584a6538
+# %% ../../nbs/nupa/25_evaluate.ipynb #c76251bf
 @dataclass
 class Experiment:
     "One training run and its evaluation, as `run_experiments` runs it."
@@ -105,46 +111,142 @@ class Experiment:
     prompt_style: str = 'compact' # how `evaluate` writes the test prompts
     max_new_tokens: int|None = None # generation budget (None: from the longest answer)
     eval_batch_size: int = 64 # prompts per generate call (kept fixed: batches are part of what is computed)
-    curve: bool = False # also score the model whenever training logs (every cfg.log_every steps)
+    curve: bool = False # also score the model as it was at every logged step (every cfg.log_every steps)
     final: bool = True # score the final model on `tests`
 
-def run_experiment(exp:Experiment) -> dict:
-    "Train `exp.cfg` on `exp.pairs`; the scored test records, curve rows and wall-clock seconds."
-    cfg = exp.cfg
-    tok = number_tokenizer(cfg.tokenizer, cfg.k)
-    fmt = cfg.number_format
-    cb = length_callback(tok, exp.tests, fmt, exp.prompt_style, exp.eval_batch_size, exp.max_new_tokens) if exp.curve else None
-    t0 = time.perf_counter()
-    res = train(cfg, pairs=exp.pairs, tokenizer=tok, callback=cb)
+    @property
+    def snapshot_steps(self) -> tuple[int, ...]:
+        "The steps whose weights a curve needs (every `log_every` steps and the last one), or () without a curve."
+        if not self.curve: return ()
+        total = self.cfg.steps or math.ceil(len(self.pairs) / self.cfg.batch_size)
+        return tuple(sorted({*range(self.cfg.log_every, total + 1, self.cfg.log_every), total}))
+
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #13322f91
+CACHE_VERSION = 1   # bumped when a cache entry's layout changes
+_LEARNING_CODE = ('numcook.nupa.train', 'numcook.lm.models', 'numcook.lm.tokenizers', 'numcook.nupa.formats', 'numcook.core.seeds')
+
+def _learning_code() -> dict:
+    "SHA-256 of each module that decides what a run learns, and the torch / transformers versions."
+    import importlib, importlib.metadata
+    out = {m: hashlib.sha256(Path(importlib.import_module(m).__file__).read_bytes()).hexdigest() for m in _LEARNING_CODE}
+    return out | {lib: importlib.metadata.version(lib) for lib in ('torch', 'transformers')}
+
+def run_key(exp:Experiment) -> dict:
+    "Everything that decides the weights an experiment's training ends with: learning settings, data, code, device kind."
+    cfg = {k: v for k, v in dataclasses.asdict(exp.cfg).items() if k not in _RUN_FREE}
+    data = hashlib.sha256(json.dumps(list(map(list, exp.pairs)), ensure_ascii=False).encode()).hexdigest()
+    return {'version': CACHE_VERSION, 'config': cfg, 'pairs_sha256': data, 'pairs': len(exp.pairs),
+            'code': _learning_code(), 'device_type': pick_device(exp.cfg.device).type}
+
+def run_digest(key:dict) -> str:
+    "The cache folder name of a run key: a SHA-256 of its canonical JSON."
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+
+def _entry_ready(entry:Path, key:dict, snapshots:Sequence[int]) -> bool:
+    "Whether `entry` holds a finished run of `key` with the weights of every step in `snapshots`."
+    try: run = json.loads((entry / 'run.json').read_text())
+    except (OSError, ValueError): return False
+    return run.get('key') == key and set(snapshots) <= set(run.get('snapshots', ()))
+
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #61a061bc
+def train_cached(exp:Experiment, cache:str|Path) -> tuple[Path, float|None]:
+    "The cache entry of `exp`'s training run (final model, weights at the curve's steps, history) and the seconds it took to train now (None: found there)."
+    key = run_key(exp); steps = exp.snapshot_steps
+    entry = Path(cache) / run_digest(key)
+    if _entry_ready(entry, key, steps): return entry, None
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    lock = OutputLock(entry)
+    for _ in range(7200):                # another process training the same run: wait for it (up to an hour)
+        try: lock.acquire(); break
+        except NumcookError: time.sleep(0.5)
+    else: raise NumcookError(f"{entry} has been locked by another run for an hour; remove {entry.name}.lock if no process holds it")
+    try:
+        if _entry_ready(entry, key, steps): return entry, None      # (trained by the process we waited for)
+        tmp = entry.with_name(entry.name + '.tmp')
+        shutil.rmtree(tmp, ignore_errors=True); (tmp / 'snapshots').mkdir(parents=True)
+        def snapshot(step, model):   # the weights at a curve step, for scoring after training
+            if step in steps: save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
+                                        str(tmp / 'snapshots' / f'step-{step:07d}.safetensors'))
+        t0 = time.perf_counter()
+        res = train(dataclasses.replace(exp.cfg, out_dir=''), pairs=exp.pairs, callback=snapshot if steps else None)
+        seconds = time.perf_counter() - t0
+        save_model(tmp / 'model', res.model, res.tokenizer, exp.cfg)
+        atomic_write(tmp / 'run.json', json.dumps({'key': key, 'snapshots': list(steps), 'history': res.history}, indent=1) + '\n')
+        shutil.rmtree(entry, ignore_errors=True); tmp.rename(entry)
+        return entry, seconds
+    finally: lock.release()
+
+def cached_run(entry:str|Path) -> dict:
+    "A cache entry's `run.json`: its key, snapshot steps and training history."
+    return json.loads((Path(entry) / 'run.json').read_text())
+
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #9e613411
+def _score(model, tok, exp:Experiment) -> list[dict]:
+    return evaluate(model, tok, exp.tests, exp.cfg.number_format, exp.prompt_style, batch_size=exp.eval_batch_size,
+                    max_new_tokens=exp.max_new_tokens)
+
+def run_experiment(exp:Experiment, cache:str|Path) -> dict:
+    "Train `exp` (or find its run in `cache`) and score it: the final model's test records, the curve, what training cost."
+    entry, train_s = train_cached(exp, cache)
     t1 = time.perf_counter()
-    scored = evaluate(res.model, tok, exp.tests, fmt, exp.prompt_style, batch_size=exp.eval_batch_size,
-                      max_new_tokens=exp.max_new_tokens) if exp.final else []
-    t2 = time.perf_counter()
-    return {'labels': dict(exp.labels), 'records': [{**exp.labels, **r} for r in scored],
-            'curve': curve_rows(res.history, **exp.labels) if exp.curve else [],
-            'seconds': {'train': t1 - t0, 'eval': t2 - t1}}
+    run, tok = cached_run(entry), number_tokenizer(exp.cfg.tokenizer, exp.cfg.k)
+    model = load_model(entry / 'model', 'cpu' if pick_device(exp.cfg.device).type == 'cpu' else exp.cfg.device).eval()
+    scored = _score(model, tok, exp) if exp.final else []
+    curve = []
+    for step in exp.snapshot_steps:                 # the model as it was at each logged step
+        model.load_state_dict(load_file(str(entry / 'snapshots' / f'step-{step:07d}.safetensors')))
+        seen = next(h for h in run['history'] if h['step'] == step)
+        curve += [{**exp.labels, 'step': step, 'samples': seen['samples'], 'tokens': seen['tokens'], **row}
+                  for row in summarize(_score(model, tok, exp), by=('length',))]
+    last = run['history'][-1]
+    return {'labels': dict(exp.labels), 'records': [{**exp.labels, **r} for r in scored], 'curve': curve,
+            'cost': {'steps': last['step'], 'samples': last['samples'], 'tokens': last['tokens']},
+            'cached': train_s is None, 'seconds': {'train': train_s or 0.0, 'eval': time.perf_counter() - t1}}
 
 def _worker_init(threads:int):
     os.environ['NUMCOOK_PROGRESS'] = '0'  # one bar in the parent, none per run
     import torch
     torch.set_num_threads(threads)
 
-def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1) -> list[dict]:
-    "`run_experiment` on every experiment, in `workers` processes of `threads` torch threads; results in order."
-    exps = list(exps)
-    if workers < 1: raise NumcookError(f"workers must be at least 1, got {workers}")
-    if workers == 1 or len(exps) <= 1:
-        with torch_threads(threads): return [run_experiment(e) for e in progress(exps, desc='runs', unit='run')]
+def _map(fn, items:list, workers:int, threads:int, desc:str) -> list:
+    "`fn` over `items` in `workers` spawned processes of `threads` torch threads (here when one would do); results in order."
+    if workers == 1 or len(items) <= 1:
+        with torch_threads(threads): return [fn(x) for x in progress(items, desc=desc, unit='run')]
     ctx = multiprocessing.get_context('spawn')  # a fresh interpreter: no torch thread pool inherited through fork
     # a worker that cannot start or dies ends the call with BrokenProcessPool instead of being respawned forever
-    with ProcessPoolExecutor(min(workers, len(exps)), mp_context=ctx, initializer=_worker_init, initargs=(threads,)) as pool:
-        return list(progress(pool.map(run_experiment, exps), total=len(exps), desc='runs', unit='run'))
+    with ProcessPoolExecutor(min(workers, len(items)), mp_context=ctx, initializer=_worker_init, initargs=(threads,)) as pool:
+        return list(progress(pool.map(fn, items), total=len(items), desc=desc, unit='run'))
+
+def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1, cache:str|Path|None=None) -> list[dict]:
+    "`run_experiment` on every experiment, in `workers` processes of `threads` torch threads; runs kept in `cache` (None: for this call only)."
+    exps = list(exps)
+    if workers < 1: raise NumcookError(f"workers must be at least 1, got {workers}")
+    if cache is None:
+        with tempfile.TemporaryDirectory(prefix='numcook-runs-') as d: return run_experiments(exps, workers, threads, d)
+    digests, runs = [run_digest(run_key(e)) for e in exps], {}
+    for d, e in zip(digests, exps):                 # each distinct run once, with the most weights any of its experiments wants
+        if len(e.snapshot_steps) >= len(runs.get(d, e).snapshot_steps): runs[d] = e
+    order = sorted(runs, key=lambda d: -runs[d].cfg.steps * runs[d].cfg.batch_size)   # longest first: the workers finish together
+    trained = dict(zip(order, _map(functools.partial(train_cached, cache=cache), [runs[d] for d in order], workers, threads, 'train')))
+    results = _map(functools.partial(run_experiment, cache=cache), exps, workers, threads, 'score')
+    for d, r in zip(digests, results):              # what training cost in this call (0 s for a run the cache already held)
+        r['cached'], r['seconds']['train'] = trained[d][1] is None, trained[d][1] or 0.0
+    return results
 
 def experiment_timings(results:Sequence[dict], total:float):
-    "Wall-clock seconds of every run and of the whole job (`total`): the one table of a notebook that differs between runs."
+    "Wall-clock seconds of every run (0 when its training came from the cache) and of the whole job (`total`): the one table of a notebook that differs between runs."
     import pandas as pd  # deferred: pandas only where a table is built
-    rows = [{**r['labels'], 'train_s': round(r['seconds']['train'], 1), 'eval_s': round(r['seconds']['eval'], 1)} for r in results]
+    rows = [{**r['labels'], 'cached': r['cached'], 'train_s': round(r['seconds']['train'], 1), 'eval_s': round(r['seconds']['eval'], 1)}
+            for r in results]
     return pd.DataFrame(rows + [{'total_s': round(total, 1)}])
+
+def training_cost(results:Sequence[dict]) -> list[dict]:
+    "Steps, samples and (non-padding) tokens each run trained on, with its labels: what a figure's config records."
+    return [{**r['labels'], **r['cost']} for r in results]
+
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #e262698e
 def over_seeds(rows, by:Sequence[str], metrics:Sequence[str]=('exact_match', 'digit_match', 'dlength')):

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/nupa/24_train.ipynb #a8bb1c9f
 from __future__ import annotations
-import contextlib, csv, dataclasses, functools, hashlib, math, shutil, time
+import contextlib, csv, dataclasses, functools, hashlib, itertools, math, shutil, time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -48,6 +48,7 @@ class TrainConfig:
     # model
     model_size: str = 'tiny' # a key of MODEL_SIZES
     pe: str = 'rope' # one of POSITIONAL_ENCODINGS
+    init_std: float = 0.02 # standard deviation of the initial weights (Llama's 0.02; a 64-wide model learns addition sooner from 0.08)
     # optimisation
     steps: int = 1000 # optimiser steps (0: one epoch over the data, as in the paper)
     batch_size: int = 64 # sequences per step (the paper: 256 / 64 / 32 for 0.1B / 0.9B / 3B)
@@ -77,10 +78,11 @@ class TrainConfig:
 
 # %% ../../nbs/nupa/24_train.ipynb #34f41a43
 def nupa_pairs(tasks:str|Sequence[str], lengths, n:int, seed:int=0, prompt_style:str='compact') -> list[tuple[str, str]]:
-    "(prompt, answer) pairs of NUPA tasks at the given lengths."
+    "`n` (prompt, answer) pairs per task and length; a length with fewer distinct questions repeats them in turn."
     check_prompt_style(prompt_style, text=True)
-    recs = generate(tasks, parse_range(lengths, 'lengths', 1), n, seed)
-    return [(make_prompt(r, prompt_style), r['answer']) for r in recs]
+    groups = {}
+    for r in generate(tasks, parse_range(lengths, 'lengths', 1), n, seed): groups.setdefault((r['task'], r['length']), []).append(r)
+    return [(make_prompt(r, prompt_style), r['answer']) for rs in groups.values() for r in itertools.islice(itertools.cycle(rs), n)]
 
 def encode_pair(tok, prompt:str, answer:str, fmt:NumberFormat|None=None, seed:int|None=None) -> tuple[list[int], int]:
     "Token ids `<s> prompt answer </s>` and the number of ids before the answer."
@@ -143,13 +145,13 @@ def save_model(path:Path, model, tok, cfg, config_name:str='train_config.json'):
         save_config(cfg, d / config_name)
     _replace_folder(path, write)
 
-def save_checkpoint(path:Path, model, tok, cfg, opt, sched, step:int):
-    "Write model, tokenizer, config and trainer state to `path` (atomically: written aside, then renamed)."
+def save_checkpoint(path:Path, model, tok, cfg, opt, sched, step:int, tokens:int=0):
+    "Write model, tokenizer, config and trainer state (step, tokens seen, optimiser, scheduler) to `path` (atomically: written aside, then renamed)."
     def write(d):
         model.save_pretrained(d)
         if tok is not None: tok.save_pretrained(d)
         save_config(cfg, d / 'train_config.json')
-        torch.save({'step': step, 'optimizer': opt.state_dict(), 'scheduler': sched.state_dict()}, d / 'trainer_state.pt')
+        torch.save({'step': step, 'tokens': tokens, 'optimizer': opt.state_dict(), 'scheduler': sched.state_dict()}, d / 'trainer_state.pt')
     _replace_folder(path, write)
 
 _RUN_FREE = ('out_dir', 'save_every', 'log_every', 'cpu_threads', 'device')  # settings a resumed run may change: not what it learns
@@ -181,9 +183,10 @@ def fit(model, tok, examples:Sequence[tuple[list[int], int]], cfg:TrainConfig, c
 def _fit(model, tok, examples, cfg, callback, stop_after, device, done_before=False) -> list[dict]:
     model.to(device).train()
     total = cfg.steps or math.ceil(len(examples) / cfg.batch_size)
-    opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999))
+    fused = device.type in ('cpu', 'cuda')  # one fused kernel per step instead of a loop over parameters (same update)
+    opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), fused=fused)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_lambda(s, cfg.warmup_steps, total, cfg.min_lr_ratio))
-    start, out = 0, Path(cfg.out_dir) if cfg.out_dir else None
+    start, seen, out = 0, 0, Path(cfg.out_dir) if cfg.out_dir else None
     log = JsonlLog(out / 'metrics.jsonl', key='step') if out else None
     if out and (ck := latest_checkpoint(out)):
         from safetensors.torch import load_file  # deferred: only when an adapter is resumed
@@ -194,7 +197,8 @@ def _fit(model, tok, examples, cfg, callback, stop_after, device, done_before=Fa
             set_peft_model_state_dict(model, sd)
         else: model.load_state_dict(sd, strict=False)
         state = torch.load(ck / 'trainer_state.pt', map_location=device, weights_only=False)
-        opt.load_state_dict(state['optimizer']); sched.load_state_dict(state['scheduler']); start = state['step']
+        opt.load_state_dict(state['optimizer']); sched.load_state_dict(state['scheduler'])
+        start, seen = state['step'], state.get('tokens', 0)
     autocast = torch.autocast('cuda', dtype=torch.bfloat16) if device.type == 'cuda' else torch.autocast('cpu', enabled=False)
     history, t0, tokens = [], time.time(), 0
     end = start if done_before else total if stop_after is None else min(total, stop_after)   # a finished run takes no step
@@ -206,10 +210,10 @@ def _fit(model, tok, examples, cfg, callback, stop_after, device, done_before=Fa
         loss.backward()
         gn = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else float('inf'))
         opt.step(); sched.step(); opt.zero_grad(set_to_none=True)
-        tokens += int(batch['attention_mask'].sum())
+        n = int(batch['attention_mask'].sum()); tokens += n; seen += n
         done = step + 1
         if done % cfg.log_every == 0 or done == total:
-            rec = {'step': done, 'samples': done * cfg.batch_size, 'loss': round(loss.item(), 6), 'lr': sched.get_last_lr()[0],
+            rec = {'step': done, 'samples': done * cfg.batch_size, 'tokens': seen, 'loss': round(loss.item(), 6), 'lr': sched.get_last_lr()[0],
                    'grad_norm': round(float(gn), 4), 'tokens_per_s': round(tokens / max(time.time() - t0, 1e-9), 1)}
             stop = False
             if callback is not None:
@@ -219,7 +223,7 @@ def _fit(model, tok, examples, cfg, callback, stop_after, device, done_before=Fa
             if log is not None: log.append(rec)
             if stop: end = done  # early stop asked for by the callback
         if out and ((cfg.save_every and done % cfg.save_every == 0) or done == end):
-            save_checkpoint(out / 'checkpoints' / f'step-{done:07d}', model, tok, cfg, opt, sched, done)
+            save_checkpoint(out / 'checkpoints' / f'step-{done:07d}', model, tok, cfg, opt, sched, done, seen)
         if done == end: break
     model.eval()
     if log is not None:
@@ -254,7 +258,7 @@ def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None
     fmt = cfg.number_format
     rand = (getattr(tok, 'init_kwargs', {}) or {}).get('numcook_kind') == 'random'
     examples = [encode_pair(tok, p, a, fmt, derive_seed(cfg.seed, 'tokens', i) if rand else None) for i, (p, a) in enumerate(pairs)]
-    if model is None: model = make_model(cfg.model_size, cfg.pe, tokenizer=tok, seed=cfg.seed)
+    if model is None: model = make_model(cfg.model_size, cfg.pe, tokenizer=tok, seed=cfg.seed, initializer_range=cfg.init_std)
     out = Path(cfg.out_dir) if cfg.out_dir else None
     finish = (lambda m: save_model(out / 'final', m, tok, cfg)) if out else None
     history = fit(model, tok, examples, cfg, callback=callback, stop_after=stop_after, finish=finish)
@@ -273,7 +277,7 @@ def load_trained(path:str|Path, device:str|None=None, dtype=None, **kwargs):
 # %% ../../nbs/nupa/24_train.ipynb #a921d324
 FIELD_CHECKS = {  # range checks of the numeric config fields, shared by `numcook train` and `numcook finetune` (flags and --config files)
     'steps': int_arg(0), 'batch_size': int_arg(1), 'lr': float_arg(0, lo_open=True), 'weight_decay': float_arg(0),
-    'warmup_steps': int_arg(0), 'min_lr_ratio': float_arg(0, 1), 'grad_clip': float_arg(0), 'seed': int_arg(0),
+    'warmup_steps': int_arg(0), 'min_lr_ratio': float_arg(0, 1), 'init_std': float_arg(0, lo_open=True), 'grad_clip': float_arg(0), 'seed': int_arg(0),
     'data_seed': int_arg(0), 'save_every': int_arg(0), 'log_every': int_arg(1), 'n_per_length': int_arg(1), 'k': int_arg(1),
     'pad': int_arg(0), 'pad_dec': int_arg(0), 'cpu_threads': int_arg(0), 'rank': int_arg(1), 'alpha': float_arg(0, lo_open=True),
     'lora_dropout': float_arg(0, 0.99)}

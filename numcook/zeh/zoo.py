@@ -43,6 +43,7 @@ class ZooConfig:
     steps: int = 1000                      # optimiser steps per member (the same budget for every member)
     batch_size: int = 64                   # training batch size
     lr: float = 3e-3                       # peak learning rate
+    init_std: float = 0.08                 # standard deviation of the initial weights (Llama's default 0.02 learns these tables more slowly)
     prompts: tuple = PROMPTS               # prompts every member is verified with (Table 1); first = baseline
     strategy: str = 'batched'              # ZEH engine strategy; a greedy one, so every wrong answer is recorded in full
     device: str = 'auto'                   # 'auto' (GPU when present), 'cpu' or 'cuda'
@@ -182,7 +183,7 @@ def _train_and_verify(cfg:ZooConfig, k:int, path:Path, prompts:list[str], log:Js
     if (mdir / 'final').is_dir(): model, tok, _ = load_trained(mdir)
     else:
         tok, h = number_tokenizer('one_digit'), cfg.hidden[k]
-        model = make_model((cfg.layers[k], h, 2 * h, 4, 4), tokenizer=tok, seed=derive_seed(cfg.seed, 'zoo', k))
+        model = make_model((cfg.layers[k], h, 2 * h, 4, 4), tokenizer=tok, seed=derive_seed(cfg.seed, 'zoo', k), initializer_range=cfg.init_std)
         tc = TrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, warmup_steps=max(1, cfg.steps // 20),
                          seed=cfg.seed, out_dir=str(mdir), save_every=max(1, cfg.steps // 4), device=cfg.device,
                          cpu_threads=cfg.cpu_threads)
