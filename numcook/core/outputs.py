@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/04_outputs.ipynb #a9bfe07c
 from __future__ import annotations
-import contextlib, json, os, shutil
+import contextlib, json, os, shutil, time
 from pathlib import Path
 from typing import Callable, Iterable
 try: import fcntl
@@ -14,7 +14,8 @@ from .files import _UMASK, _lines, glob_escape, make_parents, remove_folders, at
 from .config import read_config, config_dict, check_resume, has_results, sidecar_path, to_jsonable
 
 # %% auto #0
-__all__ = ['check_record', 'output_complete', 'read_records', 'check_not_input', 'OutputLock', 'check_output_path', 'OutputGuard']
+__all__ = ['check_record', 'output_complete', 'read_records', 'check_not_input', 'OutputLock', 'check_output_path', 'OutputGuard',
+           'build_once']
 
 # %% ../../nbs/core/04_outputs.ipynb #f05bf03a
 _TYPE_NAMES = {str: 'a string', int: 'an integer', float: 'a number', bool: 'true or false', list: 'a list',
@@ -203,3 +204,29 @@ class OutputGuard:
     def __exit__(self, et, e, tb):
         if et is None: self.lock.release()
         else: self._undo()
+
+# %% ../../nbs/core/04_outputs.ipynb #623d3506
+def build_once(path:str|Path, # the folder to make
+               ready:Callable[[], bool], # whether a complete `path` is already there
+               build:Callable[[Path], None], # fills a fresh folder (renamed to `path` when it returns)
+               wait_s:float=3600, # how long to wait for another process making the same folder
+              ) -> bool:
+    "Make folder `path` with `build` unless `ready()`; one process at a time, atomically. Whether it was made now."
+    path = Path(path)
+    if ready(): return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock, t0 = OutputLock(path), time.monotonic()
+    while True:
+        try: lock.acquire(); break
+        except NumcookError:
+            if time.monotonic() - t0 > wait_s: raise
+            time.sleep(0.5)
+    try:
+        if ready(): return False                    # made by the process we waited for
+        tmp = path.with_name(path.name + '.tmp')
+        shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir()
+        try: build(tmp)
+        except BaseException: shutil.rmtree(tmp, ignore_errors=True); raise
+        shutil.rmtree(path, ignore_errors=True); tmp.rename(path)
+        return True
+    finally: lock.release()

@@ -14,7 +14,8 @@ from .evaluation import (EvalSettings, EvalFolder, Loaded, chat_protocol, check_
 from .results import concat_once, read_result_records, record_benchmark, result_record, results_source
 
 # %% auto #0
-__all__ = ['BENCHMARKS', 'register_benchmark', 'benchmarks', 'get_benchmark', 'Benchmark', 'accuracy', 'read_results']
+__all__ = ['BENCHMARKS', 'register_benchmark', 'benchmarks', 'get_benchmark', 'Benchmark', 'accuracy', 'read_results',
+           'cached_eval']
 
 # %% ../../nbs/lm/15_benchmark.ipynb #e5e22f7a
 BENCHMARKS = Registry('benchmark')
@@ -161,3 +162,18 @@ def _csv_benchmark(df) -> str|None:
     "The benchmark of a summary table, from its columns."
     cols = set(df.columns)
     return 'nupa' if {'task', 'length'} <= cols else 'gsm' if {'subset', 'op'} <= cols else 'zeh' if 'size' in cols else None
+
+# %% ../../nbs/lm/15_benchmark.ipynb #0c73a032
+def cached_eval(name:str, # a registered benchmark ('nupa', 'zeh', 'gsm')
+                settings:EvalSettings, # its settings (`out` and `yes` are ignored: the cache names the folder)
+                cache:str|Path, # the folder holding such results folders
+               ) -> Path:
+    "The results folder of benchmark `name` run with `settings` in `cache`: evaluated now, resumed, or read back when complete."
+    import dataclasses, hashlib, json
+    b = get_benchmark(name)
+    key = {k: v for k, v in dataclasses.asdict(settings).items() if k not in ('out', 'yes')}
+    digest = hashlib.sha256(json.dumps({'benchmark': name, 'version': b.version, **key}, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    slug = ''.join(c if c.isalnum() or c in '-_.' else '-' for c in Path(str(settings.model)).name)[:60]
+    out = Path(cache) / f'{name}-{slug}-{digest}'
+    b.evaluate(dataclasses.replace(settings, out=str(out), yes=True))
+    return out

@@ -21,7 +21,7 @@ from .metrics import item_metrics
 from .tasks import TASKS, check_prompt_style, make_prompt
 from .train import train, save_model, _RUN_FREE
 from ..core.files import atomic_write
-from ..core.outputs import OutputLock
+from ..core.outputs import build_once
 from ..lm.models import load_model
 from ..lm.runtime import pick_device
 from safetensors.torch import save_file, load_file
@@ -154,29 +154,17 @@ def _entry_ready(entry:Path, key:dict, snapshots:Sequence[int]) -> bool:
 def train_cached(exp:Experiment, cache:str|Path) -> tuple[Path, float|None]:
     "The cache entry of `exp`'s training run (final model, weights at the curve's steps, history) and the seconds it took to train now (None: found there)."
     key = run_key(exp); steps = exp.snapshot_steps
-    entry = Path(cache) / run_digest(key)
-    if _entry_ready(entry, key, steps): return entry, None
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    lock = OutputLock(entry)
-    for _ in range(7200):                # another process training the same run: wait for it (up to an hour)
-        try: lock.acquire(); break
-        except NumcookError: time.sleep(0.5)
-    else: raise NumcookError(f"{entry} has been locked by another run for an hour; remove {entry.name}.lock if no process holds it")
-    try:
-        if _entry_ready(entry, key, steps): return entry, None      # (trained by the process we waited for)
-        tmp = entry.with_name(entry.name + '.tmp')
-        shutil.rmtree(tmp, ignore_errors=True); (tmp / 'snapshots').mkdir(parents=True)
+    entry, t0 = Path(cache) / run_digest(key), time.perf_counter()
+    def build(tmp):
+        (tmp / 'snapshots').mkdir()
         def snapshot(step, model):   # the weights at a curve step, for scoring after training
             if step in steps: save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
                                         str(tmp / 'snapshots' / f'step-{step:07d}.safetensors'))
-        t0 = time.perf_counter()
         res = train(dataclasses.replace(exp.cfg, out_dir=''), pairs=exp.pairs, callback=snapshot if steps else None)
-        seconds = time.perf_counter() - t0
         save_model(tmp / 'model', res.model, res.tokenizer, exp.cfg)
         atomic_write(tmp / 'run.json', json.dumps({'key': key, 'snapshots': list(steps), 'history': res.history}, indent=1) + '\n')
-        shutil.rmtree(entry, ignore_errors=True); tmp.rename(entry)
-        return entry, seconds
-    finally: lock.release()
+    made = build_once(entry, lambda: _entry_ready(entry, key, steps), build)
+    return entry, (time.perf_counter() - t0 if made else None)
 
 def cached_run(entry:str|Path) -> dict:
     "A cache entry's `run.json`: its key, snapshot steps and training history."

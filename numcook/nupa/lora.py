@@ -16,9 +16,20 @@ from ..lm.runtime import pick_device
 from ..lm.tokenizers import load_tokenizer, split_digits
 from .train import fit, encode_pair, nupa_pairs, check_config, save_model
 from .tasks import check_prompt_style
+from ..lm.evaluation import as_sent
+import dataclasses, hashlib, json
+from ..core.config import save_config
+from ..core.files import atomic_write
+from ..core.outputs import build_once
+from ..lm.backends import weights_hash
+from ..lm.catalog import model_source, resolve_model
+from ..lm.models import model_folder
+from .train import _RUN_FREE
+from .evaluate import _learning_code
 
 # %% auto #0
-__all__ = ['FINETUNE_PE', 'FinetuneConfig', 'prepare_base', 'add_lora', 'finetune', 'finetune_command']
+__all__ = ['FINETUNE_PE', 'CPU_FINETUNE', 'FinetuneConfig', 'prepare_base', 'add_lora', 'finetune', 'finetune_key',
+           'finetune_cached', 'load_finetuned', 'finetune_command']
 
 # %% ../../nbs/nupa/26_lora.ipynb #1a71c463
 FINETUNE_PE = ('keep', 'nope')  # keep the base model's positional encoding, or turn its rotary into the identity
@@ -31,6 +42,7 @@ class FinetuneConfig:
     train_lengths: str = '1-8' # digit lengths of the training data
     n_per_length: int = 1000 # samples per task and length (the paper: 1e5)
     prompt_style: str = 'nupa' # a text style of numcook.nupa.tasks.PROMPT_STYLES
+    chat_template: bool = False # write each prompt through the tokenizer's chat template, as `numcook eval` asks a chat model
     data_seed: int = 0 # seed of the generated data
     rank: int = 128 # LoRA rank r (the paper: 128)
     alpha: float = 32 # LoRA alpha (the paper: 32)
@@ -63,6 +75,10 @@ class FinetuneConfig:
     @property
     def number_format(self) -> NumberFormat: return NumberFormat(self.reverse, self.pad, self.pad_dec)
 
+CPU_FINETUNE = dict(  # the reproduction notebooks' finetuning of a small instruct model on two CPU cores (the paper's: the defaults)
+    tasks='max_integer,add_integer', train_lengths='1-3', n_per_length=400, prompt_style='completion', chat_template=True,
+    rank=8, alpha=16, steps=40, batch_size=8, lr=2e-3, warmup_steps=5, log_every=10)
+
 # %% ../../nbs/nupa/26_lora.ipynb #c87341fc
 def prepare_base(cfg:FinetuneConfig, model=None, tokenizer=None):
     "The base (model, tokenizer) with `cfg`'s positional-encoding and tokenization changes applied."
@@ -70,7 +86,7 @@ def prepare_base(cfg:FinetuneConfig, model=None, tokenizer=None):
     if model is None:
         model = load_model(cfg.base, **({'rope_parameters': dict(NOPE_ROPE)} if cfg.pe == 'nope' else {}))
     elif cfg.pe == 'nope': raise NumcookError("pe='nope' needs the base loaded from cfg.base (pass no model)")
-    tok = tokenizer or load_tokenizer(cfg.base)
+    tok = tokenizer or load_tokenizer(str(model_folder(resolve_model(cfg.base))))   # a named model, a run folder or a hub id
     if tok.eos_token_id is None: raise NumcookError(f"the tokenizer of {cfg.base!r} has no end-of-sequence token, which ends every answer")
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
     if cfg.one_digit: split_digits(tok)
@@ -90,11 +106,42 @@ def finetune(cfg:FinetuneConfig, pairs:Iterable[tuple[str, str]]|None=None, mode
     model, tok = prepare_base(cfg, model, tokenizer)
     if pairs is None: pairs = nupa_pairs(cfg.tasks, cfg.train_lengths, cfg.n_per_length, cfg.data_seed, cfg.prompt_style)
     fmt = cfg.number_format
-    examples = [encode_pair(tok, p, a, fmt) for p, a in pairs]
+    if cfg.chat_template: examples = [encode_pair(tok, as_sent(tok, fmt.encode(p), None, True), a, fmt, add_bos=False) for p, a in pairs]
+    else: examples = [encode_pair(tok, p, a, fmt) for p, a in pairs]
     model = add_lora(model, cfg)
     finish = (lambda m: save_model(Path(cfg.out_dir) / 'final', m, tok, cfg, 'finetune_config.json')) if cfg.out_dir else None
     history = fit(model, tok, examples, cfg, callback=callback, finish=finish)
     return model, tok, history
+
+# %% ../../nbs/nupa/26_lora.ipynb #510833c0
+def finetune_key(cfg:FinetuneConfig) -> dict:
+    "Everything that decides an adapter: its learning settings, the base model's weights, the training code and libraries."
+    base = resolve_model(cfg.base)
+    src = model_source(cfg.base)
+    weights = src['weights_sha256'] if src else (weights_hash(model_folder(base)) or {}).get('sha256', str(cfg.base))
+    code = {**_learning_code(), __name__: hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
+    learn = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _RUN_FREE and k != 'base'}
+    return {'config': learn, 'base_weights': weights, 'code': code, 'device_type': pick_device(cfg.device).type}
+
+def finetune_cached(cfg:FinetuneConfig, cache:str|Path) -> Path:
+    "The folder of `cfg`'s adapter (tokenizer, config and training history beside it) in `cache`: finetuned now unless there."
+    key = finetune_key(cfg)
+    entry = Path(cache) / ('lora-' + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24])
+    def ready():
+        try: return json.loads((entry / 'run.json').read_text())['key'] == key
+        except (OSError, ValueError, KeyError): return False
+    def build(tmp):
+        model, tok, history = finetune(dataclasses.replace(cfg, out_dir=''))
+        model.save_pretrained(tmp); tok.save_pretrained(tmp); save_config(cfg, tmp / 'finetune_config.json')
+        atomic_write(tmp / 'run.json', json.dumps({'key': key, 'history': history}, indent=1) + '\n')
+    build_once(entry, ready, build)
+    return entry
+
+def load_finetuned(entry:str|Path, base:str, device:str|None=None):
+    "(model, tokenizer) of a cached adapter: base model `base` with the adapter of `entry` merged into its weights."
+    from peft import PeftModel  # deferred: peft only for adapters
+    model = PeftModel.from_pretrained(load_model(base, device), str(entry)).merge_and_unload().eval()
+    return model, load_tokenizer(str(entry))
 
 # %% ../../nbs/nupa/26_lora.ipynb #5d78459b
 def finetune_command(cfg:FinetuneConfig) -> int:

@@ -84,10 +84,10 @@ def nupa_pairs(tasks:str|Sequence[str], lengths, n:int, seed:int=0, prompt_style
     for r in generate(tasks, parse_range(lengths, 'lengths', 1), n, seed): groups.setdefault((r['task'], r['length']), []).append(r)
     return [(make_prompt(r, prompt_style), r['answer']) for rs in groups.values() for r in itertools.islice(itertools.cycle(rs), n)]
 
-def encode_pair(tok, prompt:str, answer:str, fmt:NumberFormat|None=None, seed:int|None=None) -> tuple[list[int], int]:
-    "Token ids `<s> prompt answer </s>` and the number of ids before the answer."
+def encode_pair(tok, prompt:str, answer:str, fmt:NumberFormat|None=None, seed:int|None=None, add_bos:bool=True) -> tuple[list[int], int]:
+    "Token ids `<s> prompt answer </s>` (no `<s>` when `add_bos` is off: a chat-rendered prompt brings its own) and the number of ids before the answer."
     fmt = fmt or NumberFormat()
-    p = encode(tok, fmt.encode(prompt), seed=seed, add_bos=True)
+    p = encode(tok, fmt.encode(prompt), seed=seed, add_bos=add_bos)
     a = encode(tok, fmt.encode(answer), seed=None if seed is None else seed + 1) + [tok.eos_token_id]
     return p + a, len(p)
 
