@@ -38,12 +38,12 @@ def test_gsm_auc_notebook_from_accuracy_file(tmp_path):
     fits = pd.read_csv(out / 'sigmoid_fits.csv')
     assert (fits.r2 > 0.9).all()
     assert (out / 'accuracy_vs_op.png').exists()
-    assert json.loads((out / 'config.json').read_text())['params']['acc_files'] == 'acc.csv'   # no machine path
+    assert json.loads((out / 'config.json').read_text())['params']['acc_files'] == 'external:acc.csv'   # no machine path
 
 
 def test_gsm_auc_default_checks_table1(tmp_path):
     out = tmp_path / 'fig'
-    run_notebook(REPRO / 'gsm_auc.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), dpi=40))
+    run_notebook(REPRO / 'gsm_auc.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), model='', dpi=40))
     rec = pd.read_csv(out / 'table1_hard_sigmoids.csv').set_index('model')
     assert len(rec) == 18 and not rec.checked['DeepSeek-R1'] and rec.checked.sum() == 17
     assert rec.largest_miss[rec.checked].max() < 0.1     # three conditions, three parameters: met nearly exactly
@@ -72,7 +72,7 @@ def eval_results(tmp_path_factory):
 
 def test_gsm_leaderboards_default(tmp_path):
     out = tmp_path / 'fig'
-    run_notebook(REPRO / 'gsm_leaderboards.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), dpi=40))
+    run_notebook(REPRO / 'gsm_leaderboards.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), model='', dpi=40))
     z = pd.read_csv(out / 'zero_noise.csv')
     assert len(z) == 18 and z['rank'].tolist() == list(range(1, 19)) and z.model[0] == 'DeepSeek-R1'
     long = pd.read_csv(out / 'long_context.csv')
@@ -89,12 +89,12 @@ def test_gsm_leaderboards_place_a_model_from_gsm_eval(tmp_path, eval_results):
     cfg = json.loads((res / 'config.json').read_text())
     (fixed / 'config.json').write_text(json.dumps({**cfg, 'settings': {**cfg['settings'], 'model': 'org/Tiny-LM-fixed'}}))
     out = tmp_path / 'fig'
-    run_notebook(REPRO / 'gsm_leaderboards.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), results=f'{res},{fixed}', dpi=40))
+    run_notebook(REPRO / 'gsm_leaderboards.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), model='', results=f'{res},{fixed}', dpi=40))
     z = pd.read_csv(out / 'zero_noise.csv').set_index('model')
     assert z.kind['Tiny-LM'] == 'yours' and z.source['Tiny-LM'] == 'this run (symbolic)'
     assert z.symbolic['Tiny-LM'] == 0.0 and z.symbolic['Tiny-LM-fixed'] == 200.0   # nothing right; 100% at ops 2 and 3, 0% at op 4
     assert z['rank']['Tiny-LM-fixed'] == 19 and z['rank']['Tiny-LM'] == 20
-    assert json.loads((out / 'config.json').read_text())['params']['results'] == 'res,fixed'
+    assert json.loads((out / 'config.json').read_text())['params']['results'] == 'external:res,external:fixed'
 
 
 def test_gsm_auc_notebook_reads_an_eval_results_folder(tmp_path):

@@ -39,7 +39,7 @@ def test_reader_matches_what_eval_stored(tiny_eval):
 
 def test_published_numbers_alone(tmp_path):
     out = tmp_path / 'fig'
-    run_notebook(NB, tmp_path / 'run', {'out_dir': str(out), 'dpi': 40})
+    run_notebook(NB, tmp_path / 'run', {'out_dir': str(out), 'model': '', 'dpi': 40})   # the paper's numbers alone: no model measured
     limits = pd.read_csv(out / 'digit_limits.csv')
     assert set(limits.source) == {'Table 7', 'Table 8', 'Table 9'}
     row = limits[(limits.source == 'Table 8') & (limits.model == 'GPT-4o') & (limits.task == 'add_integer')].iloc[0]
@@ -47,13 +47,15 @@ def test_published_numbers_alone(tmp_path):
     ranges = pd.read_csv(out / 'ranges.csv')
     assert ranges[(ranges.model == 'Qwen2-7B') & (ranges.setting == '5-shot') & (ranges.task == 'add_integer') & (ranges.range == 'M')].exact_match.item() == 0.82
     claims = pd.read_csv(out / 'claims.csv')
-    assert len(claims) == 6 and 'your models' not in ' '.join(claims.run_evidence)
+    assert len(claims) == 9 and 'measured models' not in ' '.join(claims.run_evidence)
+    measured = claims[claims.evidence_from == 'this run']
+    assert len(measured) == 3 and set(measured.supported) == {'not tested at this scale'}
     for f in ('fig2_ranges.png', 'tab7_9_digit_limits.png'): assert (out / f).stat().st_size > 10000
 
 
 def test_a_users_model_beside_the_llms(tmp_path, tiny_eval):
     out = tmp_path / 'fig'
-    run_notebook(NB, tmp_path / 'run', {'out_dir': str(out), 'results': str(tiny_eval), 'dpi': 40})
+    run_notebook(NB, tmp_path / 'run', {'out_dir': str(out), 'model': '', 'results': str(tiny_eval), 'dpi': 40})
     ranges = pd.read_csv(out / 'ranges.csv')
     mine = ranges[ranges.source == 'this run']
     assert set(mine.model) == {'tiny-adder'} and set(mine.task) == {'add_integer', 'max_integer'} and set(mine.range) == {'S'}
@@ -62,6 +64,6 @@ def test_a_users_model_beside_the_llms(tmp_path, tiny_eval):
     expected = digit_limits(read_results(tiny_eval)).set_index('task')
     for r in yours[yours.metric == 'exact_match'].itertuples():
         assert (r.wld, r.ppd) == (expected.exact_match_wld[r.task], expected.exact_match_ppd[r.task]) and r.longest_tested == 3
-    assert 'your models' in pd.read_csv(out / 'claims.csv').run_evidence[0]
+    assert 'measured models' in pd.read_csv(out / 'claims.csv').run_evidence[0]
     cfg = json.loads((out / 'config.json').read_text())
-    assert cfg['params']['results'] == 'eval-out' and 'external:results.jsonl' in cfg['data']
+    assert cfg['params']['results'] == 'external:eval-out' and 'external:results.jsonl' in cfg['data']

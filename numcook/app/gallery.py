@@ -218,10 +218,17 @@ def _versions() -> dict:
     if lock.is_file(): out['constraints_sha256'] = _sha(lock.read_bytes())   # (make env installs through constraints.txt)
     return out
 
+def _portable(v, root:Path):
+    "A parameter value with every absolute path in it (a comma list too) made relative to the checkout, or 'external:NAME'."
+    if not isinstance(v, str) or '/' not in v: return v
+    return ','.join(_rel(Path(s), root) if Path(s).is_absolute() else s for s in v.split(','))
+
 def write_config(out_dir:str|Path, params:dict, notebook:str|Path, data:Iterable[str|Path]=(), **extra) -> Path:
-    "Write `config.json` into `out_dir`: the `params`, library versions and the fingerprint of `notebook`, its modules and `data`."
+    "Write `config.json` into `out_dir`: the `params` (no machine paths), library versions and the fingerprint of `notebook`, its modules and `data`."
     fp = fingerprint(notebook, data)
-    cfg = {'notebook': fp.pop('notebook'), 'params': to_jsonable(params), **to_jsonable(extra), 'versions': _versions(), **fp}
+    root = repo_root(_notebook_path(notebook).parent)
+    params = {k: _portable(v, root) for k, v in to_jsonable(params).items()}
+    cfg = {'notebook': fp.pop('notebook'), 'params': params, **to_jsonable(extra), 'versions': _versions(), **fp}
     path = Path(out_dir) / 'config.json'
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + '\n', encoding='utf-8')
