@@ -91,7 +91,7 @@ def test_gsm_leaderboards_place_a_model_from_gsm_eval(tmp_path, eval_results):
     out = tmp_path / 'fig'
     run_notebook(REPRO / 'gsm_leaderboards.ipynb', tmp_path / 'run', params=dict(out_dir=str(out), model='', results=f'{res},{fixed}', dpi=40))
     z = pd.read_csv(out / 'zero_noise.csv').set_index('model')
-    assert z.kind['Tiny-LM'] == 'yours' and z.source['Tiny-LM'] == 'this run (symbolic)'
+    assert z.kind['Tiny-LM'] == 'measured' and z.source['Tiny-LM'] == 'this run (symbolic)'
     assert z.symbolic['Tiny-LM'] == 0.0 and z.symbolic['Tiny-LM-fixed'] == 200.0   # nothing right; 100% at ops 2 and 3, 0% at op 4
     assert z['rank']['Tiny-LM-fixed'] == 19 and z['rank']['Tiny-LM'] == 20
     assert json.loads((out / 'config.json').read_text())['params']['results'] == 'external:res,external:fixed'

@@ -68,7 +68,7 @@ def results_frame(records:Iterable[dict]|pd.DataFrame, model:str|None=None, para
     "Normalise per-instance records (dicts or a DataFrame) into the results table every analysis reads."
     df = pd.DataFrame(records).copy() if not isinstance(records, pd.DataFrame) else records.copy()
     if df.empty: raise NumcookError("no per-instance results given")
-    alias = {'expected': 'gold', 'answer': 'pred', 'predicted': 'pred', 'model_answer': 'pred', 'model_id': 'model'}
+    alias = {'expected': 'gold', 'answer': 'pred', 'predicted': 'pred', 'model_answer': 'pred', 'output': 'pred', 'model_id': 'model'}
     df = df.rename(columns={k: v for k, v in alias.items() if k in df.columns and v not in df.columns})
     if model is not None: df['model'] = model
     if 'model' not in df: raise NumcookError("results need a model name: a 'model' column or model=...")
