@@ -88,3 +88,22 @@ def test_clis(tmp_path, capsys):
     assert train_cli(['--pairs', str(data), '--model-size', 'micro', '--steps', '3', '--batch-size', '4',
                       '--out-dir', str(tmp_path / 'run')]) == 0
     assert (tmp_path / 'run' / 'final' / 'train_config.json').exists()
+
+
+def test_the_model_cache_trains_a_run_once_and_again_when_what_it_learns_changes(tmp_path, monkeypatch):
+    "train_cached: the same run is read back; a changed setting, other data or changed training code trains a new entry."
+    import dataclasses
+    import numcook.nupa.evaluate as ev
+    from numcook.nupa.train import TrainConfig
+    pairs = [(f'{a}+{b}=', str(a + b)) for a in range(6) for b in range(6)]
+    exp = ev.Experiment(TrainConfig(model_size='micro', steps=4, batch_size=4, warmup_steps=1, log_every=2), pairs, [])
+    entry, first = ev.train_cached(exp, tmp_path)
+    again, second = ev.train_cached(dataclasses.replace(exp, labels={'any': 'label'}), tmp_path)   # labels and tests are not training
+    assert first is not None and second is None and entry == again
+    assert ev.train_cached(dataclasses.replace(exp, cfg=dataclasses.replace(exp.cfg, lr=2e-3)), tmp_path)[1] is not None
+    assert ev.train_cached(dataclasses.replace(exp, pairs=pairs[:-1]), tmp_path)[1] is not None
+    assert ev.train_cached(dataclasses.replace(exp, cfg=dataclasses.replace(exp.cfg, log_every=1)), tmp_path)[1] is None  # bookkeeping only
+    code = ev._learning_code()
+    monkeypatch.setattr(ev, '_learning_code', lambda: {**code, 'numcook.nupa.train': 'edited'})
+    assert ev.train_cached(exp, tmp_path)[1] is not None
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 4 and not list(tmp_path.glob('*.tmp'))
