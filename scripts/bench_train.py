@@ -1,7 +1,14 @@
-"""Training throughput (tokens/s) of numcook.nupa.train on CPU and, where a GPU is present, on GPU.
+"""Training throughput (tokens/s) of numcook.nupa.train on CPU and, where a GPU is present, on GPU; and how long the
+reproduction notebooks' baseline takes to learn.
 
-    python scripts/bench_train.py                 # CPU with 1 and 2 threads: micro, tiny, 1.3M presets
+    python scripts/bench_train.py                 # CPU with 1 and 2 threads: micro, tiny, 0.2M, 1.3M presets
     python scripts/bench_train.py --sizes tiny,100M --steps 30
+    python scripts/bench_train.py --baseline      # the notebooks' baseline run: steps/s, samples/s, time to exact match 0.9
+
+`--baseline` trains the run that Figure 4, Tables 12-15 and Tables 16-17 share (the 0.2M model, plain one-digit
+integer addition on 1-2 digits, batches of 64, learning rate 3e-3, init 0.08, 1200 steps), scoring it every
+`--every` steps on 100 questions per training length, and prints its throughput and the samples and seconds of
+training (scoring excluded) at which every training length first reaches exact match 0.9.
 
 Timings on a shared machine are noisy; compare the ratios printed within one run.
 """
@@ -30,14 +37,48 @@ def bench(size, device, steps, batch_size, digits, pe='rope'):
     return count_parameters(model), tokens / dt, dt / steps
 
 
+def baseline(every, seed, lengths='1-2', steps=1200):
+    "Train the reproduction notebooks' baseline, scored every `every` steps; (steps/s, samples/s, rows of step, samples, seconds, min exact match)."
+    import os
+    os.environ['NUMCOOK_PROGRESS'] = '0'
+    from numcook.core.config import parse_range
+    from numcook.nupa.evaluate import length_callback
+    from numcook.nupa.tasks import generate
+    from numcook.nupa.train import nupa_pairs, train
+    torch.set_num_threads(1)
+    cfg = TrainConfig(model_size='0.2M', train_lengths=lengths, steps=steps, batch_size=64, lr=3e-3, init_std=0.08, warmup_steps=50,
+                      log_every=every, seed=seed, data_seed=seed)
+    pairs = nupa_pairs('add_integer', lengths, steps * 64 // len(parse_range(lengths)), seed)
+    tok = number_tokenizer()
+    score = length_callback(tok, generate('add_integer', parse_range(lengths), 100, 1000), prompt_style='compact')
+    rows, scoring, t0 = [], [0.0], time.perf_counter()
+    def cb(step, model):
+        t = time.perf_counter(); r = score(step, model); scoring[0] += time.perf_counter() - t
+        rows.append((step, step * 64, time.perf_counter() - t0 - scoring[0], min(v for k, v in r.items() if k.startswith('exact_match'))))
+    train(cfg, pairs=pairs, tokenizer=tok, callback=cb)
+    seconds = time.perf_counter() - t0 - scoring[0]
+    return steps / seconds, steps * 64 / seconds, rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--sizes', default='micro,tiny,1.3M', help='model size presets (add 100M on a GPU)')
+    p.add_argument('--baseline', action='store_true', help="time the reproduction notebooks' baseline run to exact match 0.9")
+    p.add_argument('--every', type=int, default=100, help='--baseline: score every this many steps')
+    p.add_argument('--seeds', default='0,1', help='--baseline: training seeds')
+    p.add_argument('--sizes', default='micro,tiny,0.2M,1.3M', help='model size presets (add 100M on a GPU)')
     p.add_argument('--steps', type=int, default=20, help='timed optimiser steps per size')
     p.add_argument('--batch-size', type=int, default=64, help='sequences per step')
     p.add_argument('--digits', type=int, default=8, help='digits per operand (sets the sequence length)')
     p.add_argument('--threads', default='1,2', help='torch CPU thread counts to compare')
     a = p.parse_args()
+    if a.baseline:
+        for seed in map(int, a.seeds.split(',')):
+            sps, smp, rows = baseline(a.every, seed)
+            hit = next((r for r in rows if r[3] >= 0.9), None)
+            print(f'seed {seed}: {sps:.1f} steps/s, {smp:.0f} samples/s (one thread); '
+                  + (f'exact match >= 0.9 at every training length after {hit[1]:,} samples, {hit[2]:.1f} s of training (step {hit[0]})'
+                     if hit else 'never reaches exact match 0.9') + f'; final {rows[-1][3]:.2f}', flush=True)
+        return
     devices = ['cpu'] + (['cuda'] if torch.cuda.is_available() else [])
     rows = []
     runs = [('cpu', int(t)) for t in a.threads.split(',')] + [('cuda', torch.get_num_threads())] * torch.cuda.is_available()
