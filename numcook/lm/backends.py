@@ -4,7 +4,7 @@
 
 # %% ../../nbs/lm/13_backends.ipynb #71b7b1e7
 from __future__ import annotations
-import hashlib, http.client, json, os, random, socket, threading, time, urllib.error, urllib.parse, urllib.request
+import functools, hashlib, http.client, json, os, random, socket, threading, time, urllib.error, urllib.parse, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +83,12 @@ def weights_hash(path:str|Path, full_bytes:int=2**31) -> dict|None:
     path = Path(path)
     files = sorted(p for p in path.iterdir() if p.suffix in WEIGHT_SUFFIXES) if path.is_dir() else []
     if not files: return None
+    stamp = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    return dict(_weights_hash(stamp, full_bytes))   # read once per version of the files: an evaluation of a 500 MB model asks often
+
+@functools.lru_cache(maxsize=16)
+def _weights_hash(stamp:tuple, full_bytes:int) -> tuple:
+    files = [Path(name) for name, *_ in stamp]
     total = sum(p.stat().st_size for p in files)
     h, full = hashlib.sha256(), total <= full_bytes
     for p in files:
@@ -93,7 +99,7 @@ def weights_hash(path:str|Path, full_bytes:int=2**31) -> dict|None:
                 for chunk in iter(lambda: f.read(2**20), b''): h.update(chunk)
             else:
                 h.update(f.read(2**20)); f.seek(max(0, size - 2**20)); h.update(f.read(2**20))
-    return {'sha256': h.hexdigest(), 'kind': 'content' if full else 'sampled', 'files': len(files), 'bytes': total}
+    return tuple({'sha256': h.hexdigest(), 'kind': 'content' if full else 'sampled', 'files': len(files), 'bytes': total}.items())
 
 # %% ../../nbs/lm/13_backends.ipynb #aa2498ba
 def _chat_ids(tok, messages) -> list[int]:

@@ -73,6 +73,16 @@ class Loaded:
     info: dict                    # the backend's description (model, weights or revision, dtype, device), tokenizer, chat template
     run_config: dict|None = None  # the settings a numcook run folder was trained with (its number format and prompt style), else None
 
+_KEPT: dict = {}   # (model, device, dtype, load options) -> (model, tokenizer): the last two loaded, for the evaluations that follow
+
+def _kept(path, dev, dtype, kw:dict):
+    "`load_model_and_tokenizer` of `path`, reusing the model an earlier evaluation in this process loaded the same way."
+    key = (str(path), str(dev), str(dtype), json.dumps(kw, sort_keys=True, default=str))
+    if key not in _KEPT:
+        while len(_KEPT) >= 2: _KEPT.pop(next(iter(_KEPT)))
+        _KEPT[key] = load_model_and_tokenizer(path, dev, dtype, **kw)
+    return _KEPT[key]
+
 def load_eval_model(s:EvalSettings, **load) -> Loaded:
     "Open `s.model` (a numcook run folder, a model folder, a hub id, or a served model) with the backend `s` names, and describe it."
     saved = None
@@ -81,7 +91,7 @@ def load_eval_model(s:EvalSettings, **load) -> Loaded:
         kw = {'device_map': s.device_map, **load} if s.device_map else load
         dev, dtype = None if s.device_map else s.device, None if s.dtype == 'auto' else s.dtype
         path = resolve_model(s.model)                  # a named model: its converted folder (made on first use)
-        model, tok = load_model_and_tokenizer(path, dev, dtype, **kw)
+        model, tok = _kept(path, dev, dtype, kw)
         local = Path(path).exists()
         saved = run_config(path) if local else None
         folder = str(model_folder(path)) if local else path
