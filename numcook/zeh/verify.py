@@ -18,7 +18,7 @@ from .trie import Trie, build_trie, tree_forward, verified_nodes
 from ..lm.runtime import greedy_ids, stop_ids
 from ..lm.backends import as_backend, greedy_choice
 from ..lm.evaluation import EvalFolder, RESUME_SAME, chat_protocol, library_versions
-from ..lm.results import upgrade_record
+from ..lm.results import output_counts, upgrade_record
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers import DynamicCache
 
@@ -449,6 +449,7 @@ def summarize(records:list[dict], cfg:ZehConfig, timings:list[dict]=(), limiter_
                 zeh=zeh, zeh_is_lower_bound=lower, limiter=limiter,
                 sampled=bool(cfg.sample), exhaustive=not cfg.sample, sample_per_size=cfg.sample or None,
                 samples=len(records), correct=n_ok, accuracy=n_ok / len(records) if records else None,
+                **output_counts([r for r in records if r.get('how', 'greedy') == 'greedy' or r['how'].endswith('+fallback')]),  # (generated answers)
                 sizes_covered=[min(covered), max(covered)] if covered else None, n_sizes_covered=len(covered),
                 timings=dict(seconds=round(sum(t['seconds'] for t in timings), 4), invocations=list(timings)))
 
