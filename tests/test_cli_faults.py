@@ -176,6 +176,12 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['eval', '{inputs}/corrupt', '--lengths', '1', '--n', '1', '--out', 'e'], 'cannot load model'),
     (['finetune', '--base', '{inputs}/notok', '--out-dir', 'r'], 'encodes nothing'),
     (['eval', M, '--lengths', '1', '--n', '1', '--out', 'afile'], 'is a file; give a folder'),
+    # export lm-eval
+    (['export', 'lm-eval', '--tasks', 'add_integer', '--lengths', '1', '--n', '1', '--gsm-subsets', '', '--out', '{inputs}/model'],
+     'holds files numcook export did not write'),
+    (['export', 'lm-eval', '--n', '1000000000', '--out', 'x'], 'add --yes'),
+    (['export', 'lm-eval', '--lengths', '1-100000000000', '--out', 'x'], "bad lengths '1-100000000000': values must lie in [1, 1000]"),
+    (['export', 'lm-eval', '--gsm-subsets', 'hard', '--gsm-ops', '2-200', '--out', 'x'], 'hard forward problems have 1 to 85'),
 ]
 if not GPU:
     CASES += [(['zeh', 'run', '--model', M, '--device', 'cuda', '--out', 'z'], 'no GPU'),
@@ -211,7 +217,8 @@ def test_a_held_output_refuses_every_writer_at_once(inputs, tmp_path, monkeypatc
                (['gsm', 'eval', '--model', m, '--problems', str(inputs / 'problems.jsonl'), '--max-new-tokens', '2', '--out', 'o.jsonl'], 'o.jsonl'),
                (['zeh', 'run', '--model', m, '--max-size', '2', '--out', 'z'], 'z'),
                (['train', '--model-size', 'micro', '--steps', '2', '--out-dir', 'r'], 'r'),
-               (['eval', m, '--lengths', '1', '--n', '1', '--out', 'o.jsonl'], 'o.jsonl')]
+               (['eval', m, '--lengths', '1', '--n', '1', '--out', 'o.jsonl'], 'o.jsonl'),
+               (['export', 'lm-eval', '--tasks', 'add_integer', '--lengths', '1', '--n', '1', '--gsm-subsets', '', '--out', 'x'], 'x')]
     for argv, out in writers:
         with OutputLock(tmp_path / out):
             refused(capsys, argv, f'is being written by process {os.getpid()}', tmp_path)
@@ -387,3 +394,16 @@ def test_estimates_say_the_number_and_the_flag(tmp_path, capsys, monkeypatch):
     refused(capsys, ['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl'], 'add --yes', tmp_path)
     assert main(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl', '--yes']) == 0
     assert 'going ahead (--yes)' in capsys.readouterr().err
+
+
+def test_export_replaces_its_own_earlier_export_and_nothing_else(tmp_path, capsys):
+    "A second export with other --tasks removes the first one's task files (lm_eval would run them), keeps a file of the user's."
+    out, base = tmp_path / 'x', ['export', 'lm-eval', '--lengths', '1', '--n', '2', '--gsm-subsets', '', '--out', str(tmp_path / 'x')]
+    assert main(base[:2] + ['--tasks', 'add_integer,max_integer'] + base[2:]) == 0
+    (out / 'mine.txt').write_text('notes')
+    assert main(base[:2] + ['--tasks', 'max_integer'] + base[2:]) == 0
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob('*') if p.is_file()) == \
+        ['README.md', 'config.json', 'data/nupa_max_integer.jsonl', 'mine.txt', 'numcook_nupa_max_integer.yaml', 'utils.py']
+    cfg = json.loads((out / 'config.json').read_text())
+    assert cfg['lm_eval_tasks'] == ['numcook_nupa_max_integer'] and cfg['_complete'] is True
+    assert sorted(os.listdir(tmp_path)) == ['x']                                       # no lock file left

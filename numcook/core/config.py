@@ -102,6 +102,8 @@ def parse_range(spec:str|int|Iterable[int], what:str='range', lo:int|None=None, 
             except ValueError:
                 raise NumcookError(f"bad {what} {spec!r}: write it like '1-20', '5' or '1-5,8'") from None
             if a > b: raise NumcookError(f"bad {what} {spec!r}: {a} is larger than {b}")
+            out = a if lo is not None and a < lo else max(a, hi + 1) if hi is not None and b > hi else None
+            if out is not None: raise NumcookError(f"bad {what} {spec!r}: values must lie in [{lo}, {hi}], got {out}")  # (before a huge range is listed)
             vals.extend(range(a, b + 1))
     bad = [v for v in vals if (lo is not None and v < lo) or (hi is not None and v > hi)]
     if bad: raise NumcookError(f"bad {what} {spec!r}: values must lie in [{lo}, {hi}], got {bad[0]}")
