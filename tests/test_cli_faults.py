@@ -65,6 +65,8 @@ def prepare(d:Path, inputs:Path):
     w('problems_nullanswer.jsonl', [{**p, 'answer': None} for p in probs])
     items = read_jsonl(inputs / 'items.jsonl')
     w('preds_dup.jsonl', [{**r, 'prediction': r['answer']} for r in items + items[:1]])
+    w('preds_neglen.jsonl', [{**r, 'length': -1, 'prediction': r['answer']} for r in items])
+    os.mkfifo(d / 'fifo')                      # a named pipe nobody writes to: reading it would never end
     w('test_noid.jsonl', [{k: v for k, v in r.items() if k != 'id'} for r in items])
     w('pairs_bad.jsonl', [{'prompt': '1+1=', 'reply': '2'}])
     (d / 'cfg_bad.json').write_text('{"steps": ')
@@ -91,6 +93,10 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['nupa', 'generate', '--lengths', '1-1000', '--out', 'o.jsonl'], 'add --yes'),
     (['nupa', 'score', 'absent.jsonl'], 'no predictions file'),
     (['nupa', 'score', 'preds_dup.jsonl'], 'repeats id'),
+    (['nupa', 'score', 'preds_neglen.jsonl'], "field 'length' should be a digit length in [1, 1000], not -1"),
+    (['nupa', 'score', 'adir'], "'adir' is a folder, not a predictions file"),
+    (['nupa', 'score', 'fifo'], "'fifo' is a named pipe (FIFO), not a predictions file"),
+    (['nupa', 'score', '/dev/zero'], "'/dev/zero' is a character device, not a predictions file"),
     (['nupa', 'score', 'replies.jsonl', '--test', 'test_noid.jsonl'], "field 'id' is missing"),
     (['nupa', 'score', '{inputs}/items.jsonl', '--out', 'adir'], 'is a folder'),
     (['nupa', 'score', '{inputs}/items.jsonl', '--out', '{inputs}/items.jsonl'], 'also an input'),
@@ -112,6 +118,8 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--seed', '5', '--out', '{inputs}/problems.jsonl'], 'seed 0 (now 5)'),
     (['gsm', 'generate', '--subset', 'medium', '--ops', '2', '--per-op', '1', '--out', '{inputs}/problems'], 'is the config of problems.jsonl'),
     (['gsm', 'score', '--problems', 'absent.jsonl', '--replies', 'replies.jsonl'], 'no problems file'),
+    (['gsm', 'score', '--problems', '/dev/zero', '--replies', 'replies.jsonl'], "'/dev/zero' is a character device, not a problems file"),
+    (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'fifo'], "'fifo' is a named pipe (FIFO), not a replies file"),
     (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies_dup.jsonl'], 'repeats id'),
     (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies_field.jsonl'], "no 'reply'"),
     (['gsm', 'score', '--problems', 'problems_badop.jsonl', '--replies', 'replies.jsonl'], "field 'op' should be an integer"),
@@ -156,6 +164,7 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['train', '--steps', '3'], 'give --out-dir'),
     (['train', '--config', 'absent.json', '--out-dir', 'r'], 'no config at'),
     (['train', '--config', 'cfg_bad.json', '--out-dir', 'r'], 'not a readable config'),
+    (['train', '--config', '/dev/zero', '--out-dir', 'r'], "'/dev/zero' is a character device, not a config file"),
     (['train', '--config', 'cfg_neg.json', '--out-dir', 'r'], 'steps: expected an integer >= 0, got -5'),
     (['train', '--config', '{inputs}/problems.config.json', '--out-dir', 'r'], 'another kind of run (GenerateConfig, not TrainConfig)'),
     (['train', '--pairs', 'pairs_bad.jsonl', '--model-size', 'micro', '--steps', '2', '--out-dir', 'r'], "field 'answer' is missing"),
@@ -407,3 +416,18 @@ def test_export_replaces_its_own_earlier_export_and_nothing_else(tmp_path, capsy
     cfg = json.loads((out / 'config.json').read_text())
     assert cfg['lm_eval_tasks'] == ['numcook_nupa_max_integer'] and cfg['_complete'] is True
     assert sorted(os.listdir(tmp_path)) == ['x']                                       # no lock file left
+
+
+def test_a_byte_order_mark_loses_no_record(inputs, tmp_path, capsys):
+    "Inputs that start with a UTF-8 byte-order mark (as some editors save them) are read whole: every record is scored."
+    bom = b'\xef\xbb\xbf'
+    items = read_jsonl(inputs / 'items.jsonl')
+    (tmp_path / 'p.jsonl').write_bytes(bom + ''.join(json.dumps({**r, 'prediction': r['answer']}) + '\n' for r in items).encode())
+    assert main(['nupa', 'score', str(tmp_path / 'p.jsonl')]) == 0
+    out = capsys.readouterr().out
+    assert f'scored {len(items)} items of 1 task(s); 0 problem(s)' in out, out
+    probs = read_jsonl(inputs / 'problems.jsonl')
+    (tmp_path / 'r.jsonl').write_bytes(bom + ''.join(json.dumps({'id': p['id'], 'reply': f"Answer: {p['answer']}"}) + '\n' for p in probs).encode())
+    assert main(['gsm', 'score', '--problems', str(inputs / 'problems.jsonl'), '--replies', str(tmp_path / 'r.jsonl')]) == 0
+    out, err = capsys.readouterr()
+    assert 'averaged score over subsets at context 0: 200.00' in out and 'have no reply' not in err, (out, err)

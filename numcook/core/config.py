@@ -8,7 +8,7 @@ import dataclasses, json, math, sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 from .errors import NumcookError, did_you_mean
-from .files import atomic_write
+from .files import atomic_write, not_a_file
 from .. import __version__
 
 # %% auto #0
@@ -146,6 +146,7 @@ def read_config(path:Path) -> dict|None:
     "The config saved at `path` (a file, or a folder's `config.json`), None if there is none; a broken one is a one-line error."
     if path.is_dir(): path = path / 'config.json'
     if not path.exists(): return None
+    if (kind := not_a_file(path)): raise NumcookError(f"{str(path)!r} is {kind}, not a config file")   # (/dev/zero would never end)
     try: data = json.loads(path.read_text(encoding='utf-8'))
     except (ValueError, OSError) as e: raise NumcookError(f"{path} is not a readable config ({type(e).__name__}); remove it, or use another output") from None
     if not isinstance(data, dict): raise NumcookError(f"{path} is not a config (not a JSON object); remove it, or use another output")

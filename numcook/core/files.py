@@ -4,15 +4,15 @@
 
 # %% ../../nbs/core/02_files.ipynb #a5b228c9
 from __future__ import annotations
-import contextlib, json, os, tempfile
+import codecs, contextlib, json, os, stat, tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from .errors import NumcookError, warn
 import glob
 
 # %% auto #0
-__all__ = ['make_parents', 'remove_folders', 'atomic_file', 'glob_escape', 'atomic_write', 'read_jsonl', 'write_jsonl',
-           'JsonlLog']
+__all__ = ['make_parents', 'remove_folders', 'atomic_file', 'glob_escape', 'atomic_write', 'not_a_file', 'check_input',
+           'read_jsonl', 'write_jsonl', 'JsonlLog']
 
 # %% ../../nbs/core/02_files.ipynb #a3e00c12
 _UMASK = os.umask(0o022); os.umask(_UMASK)   # the process's umask (read by setting it back)
@@ -64,10 +64,28 @@ def atomic_write(path:str|Path, text:str) -> Path:
     return Path(path)
 
 # %% ../../nbs/core/02_files.ipynb #766c7f9f
+_KINDS = ((stat.S_ISDIR, 'a folder'), (stat.S_ISFIFO, 'a named pipe (FIFO)'), (stat.S_ISCHR, 'a character device'),
+          (stat.S_ISBLK, 'a block device'), (stat.S_ISSOCK, 'a socket'))
+
+def not_a_file(path:str|Path) -> str|None:
+    "What `path` is when it is not a regular file that can be read to its end ('missing', 'a folder', 'a named pipe (FIFO)', ...); None for a regular file."
+    try: mode = os.stat(path).st_mode
+    except FileNotFoundError: return 'missing'
+    except OSError as e: return f'unreadable ({e.strerror or e})'
+    if stat.S_ISREG(mode): return None
+    return next((name for test, name in _KINDS if test(mode)), 'not a regular file')
+
+def check_input(path:str|Path, what:str='input') -> Path:
+    "`path` as a `Path` when it is a regular file, else a one-line error saying what it is: a device or a FIFO may never end (`/dev/zero`)."
+    path, kind = Path(path), not_a_file(path)
+    if kind == 'missing': raise NumcookError(f"no {what} file {str(path)!r}")
+    if kind: raise NumcookError(f"{str(path)!r} is {kind}, not a {what} file" if kind.startswith('a') else f"{str(path)!r} is {kind}")
+    return path
+
 def _lines(path:Path, torn:str='warn') -> Iterator[tuple[int, Any]]:
     "(line number, parsed value) of each non-blank line; a cut-off last line is reported (`torn`='warn'), skipped or refused."
-    try: data = path.read_bytes()
-    except IsADirectoryError: raise NumcookError(f"{path} is a folder, not a JSON Lines file") from None
+    data = check_input(path, 'JSON Lines').read_bytes()
+    if data.startswith(codecs.BOM_UTF8): data = data[3:]   # a byte-order mark (some editors write one): not part of the first record
     lines = data.split(b'\n')
     for i, line in enumerate(lines):
         if not line.strip(): continue
