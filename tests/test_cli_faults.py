@@ -431,3 +431,47 @@ def test_a_byte_order_mark_loses_no_record(inputs, tmp_path, capsys):
     assert main(['gsm', 'score', '--problems', str(inputs / 'problems.jsonl'), '--replies', str(tmp_path / 'r.jsonl')]) == 0
     out, err = capsys.readouterr()
     assert 'averaged score over subsets at context 0: 200.00' in out and 'have no reply' not in err, (out, err)
+
+
+@pytest.fixture
+def toy_checkout(tmp_path, monkeypatch):
+    "A checkout with two tiny reproduction notebooks (parameter `dpi`), run by a stand-in for papermill that records each run."
+    root = tmp_path / 'checkout'
+    (root / 'papers_repro').mkdir(parents=True); (root / 'settings.ini').write_text('[DEFAULT]\n')
+    for stem in ('a_fig', 'b_fig'):
+        nb = {'cells': [{'cell_type': 'markdown', 'id': 'title', 'metadata': {}, 'source': f'# {stem}'},
+                        {'cell_type': 'code', 'id': 'params', 'metadata': {'tags': ['parameters']}, 'source': 'dpi = 50', 'outputs': [],
+                         'execution_count': None}],
+              'metadata': {'kernelspec': {'name': 'python3', 'language': 'python', 'display_name': 'Python 3'}}, 'nbformat': 4, 'nbformat_minor': 5}
+        (root / 'papers_repro' / f'{stem}.ipynb').write_text(json.dumps(nb))
+    import numcook.app.repro as R
+    ran = []
+    def fake_run(nb, run_dir, params=None, log_output=False):
+        ran.append((Path(nb).stem, dict(params or {})))
+        return {'notebook': Path(nb).name, 'seconds': 0.0, 'params': dict(params or {})}
+    monkeypatch.setattr(R, 'run_notebook', fake_run)
+    monkeypatch.chdir(root)
+    return root, ran
+
+
+def test_repro_resumes_only_the_same_run(toy_checkout, capsys):
+    "--only X X runs X once; a resume with other -p is refused (nothing runs, nothing changes); with the same -p it skips what ran."
+    root, ran = toy_checkout
+    assert main(['repro', '--runs', 'runs', '--only', 'a_fig', 'a_fig', '-p', 'dpi=50']) == 0
+    assert ran == [('a_fig', {'dpi': 50})]
+    run = next((root / 'runs').iterdir())
+    refused(capsys, ['repro', '--resume', str(run), '-p', 'dpi=200'], 'ran with other parameters: dpi=50 (now 200)', root)
+    refused(capsys, ['repro', '--resume', str(run)], 'dpi=50 (now (default))', root)
+    assert ran == [('a_fig', {'dpi': 50})]
+    assert main(['repro', '--resume', str(run), '-p', 'dpi=50']) == 0          # the same run: a_fig is skipped, b_fig runs
+    assert ran == [('a_fig', {'dpi': 50}), ('b_fig', {'dpi': 50})]
+
+
+def test_repro_refuses_a_garbage_status_untouched(toy_checkout, capsys):
+    "A resume whose status.jsonl is not a run's log is refused and the file is left byte for byte."
+    root, ran = toy_checkout
+    run = root / 'runs' / 'x'; run.mkdir(parents=True)
+    for garbage in (b'garbage\nmore garbage', b'{"notebook": "a_fig.ipynb"}\n{"oops": 1}\n', b'\x00\xff' * 50):
+        (run / 'status.jsonl').write_bytes(garbage)
+        refused(capsys, ['repro', '--resume', str(run)], 'is not the record of a notebook run', root)
+    assert ran == []
