@@ -182,6 +182,10 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['eval', M, '--lengths', '0-2', '--out', 'e'], 'bad lengths'),
     (['eval', M, '--device', 'tpu', '--out', 'e'], "unknown device 'tpu'"),
     (['eval', 'nomodel', '--lengths', '1', '--n', '1', '--out', 'e'], 'cannot load model'),
+    (['eval', '/nonexistent/dir', '--lengths', '1', '--n', '1', '--out', 'e'], "cannot load model '/nonexistent/dir': no such folder ('/' holds no 'nonexistent')"),
+    (['finetune', '--base', '{inputs}/modl/x', '--out-dir', 'r'], "no such folder ("),
+    (['eval', 'nupa', '--model', 'm', '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--tokenizer', '/nonexistent/tok',
+      '--n', '1', '--out', 'e'], "cannot load model '/nonexistent/tok' (its tokenizer): no such folder"),
     (['eval', '{inputs}/corrupt', '--lengths', '1', '--n', '1', '--out', 'e'], 'cannot load model'),
     (['finetune', '--base', '{inputs}/notok', '--out-dir', 'r'], 'encodes nothing'),
     (['eval', M, '--lengths', '1', '--n', '1', '--out', 'afile'], 'is a file; give a folder'),
@@ -475,3 +479,57 @@ def test_repro_refuses_a_garbage_status_untouched(toy_checkout, capsys):
         (run / 'status.jsonl').write_bytes(garbage)
         refused(capsys, ['repro', '--resume', str(run)], 'is not the record of a notebook run', root)
     assert ran == []
+
+
+def test_finetune_a_numcook_train_run_folder(tmp_path, capsys):
+    "--base accepts what eval accepts: a run folder of numcook train (its model and tokenizer are in final/)."
+    run = tmp_path / 'run'
+    assert main(['train', '--model-size', 'micro', '--steps', '2', '--batch-size', '4', '--n-per-length', '10', '--train-lengths', '1',
+                 '--out-dir', str(run)]) == 0
+    argv = ['finetune', '--base', str(run), '--steps', '1', '--batch-size', '2', '--n-per-length', '2', '--train-lengths', '1',
+            '--rank', '2', '--out-dir', str(tmp_path / 'ft')]
+    assert main(argv) == 0, capsys.readouterr().err[-2000:]
+    assert (tmp_path / 'ft' / 'final' / 'adapter_config.json').exists()
+
+
+def _start(argv, tmp_path, **kw):
+    return subprocess.Popen([sys.executable, '-c', 'import sys; from numcook.cli import main; sys.exit(main(sys.argv[1:]))', *argv],
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, **kw)
+
+
+def _wait_for_records(path, proc, n=1):
+    for _ in range(1200):
+        if (path.exists() and path.read_bytes().count(b'\n') >= n) or proc.poll() is not None: return
+        time.sleep(0.05)
+
+
+BIG_RUN = ['gsm', 'generate', '--subset', 'hard', '--ops', '2-60', '--per-op', '400', '--context', '2000', '--workers', '2']
+
+
+def test_sigterm_releases_the_lock_and_leaves_an_incomplete_output(tmp_path):
+    "SIGTERM (kill, a scheduler, a container stop) ends a writer like Ctrl-C: one line, status 143, no lock file, the config marked incomplete."
+    p = _start(BIG_RUN + ['--out', 'g.jsonl'], tmp_path)
+    _wait_for_records(tmp_path / 'g.jsonl', p)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 143 and err.strip() == 'numcook gsm: terminated', (p.returncode, err[-3000:])
+    assert sorted(os.listdir(tmp_path)) == ['g.config.json', 'g.jsonl']
+    assert json.loads((tmp_path / 'g.config.json').read_text())['_complete'] is False
+
+
+def test_workers_of_a_killed_parent_end_quietly(tmp_path):
+    "gsm generate --workers 2 whose parent is killed: the workers end (no orphan keeps working) without a traceback."
+    p = _start(BIG_RUN + ['--out', 'g.jsonl'], tmp_path)
+    _wait_for_records(tmp_path / 'g.jsonl', p)
+    p.kill()
+    out, err = p.communicate(timeout=120)        # (returns once the workers, which share the parent's stderr, have ended too)
+    assert p.returncode == -signal.SIGKILL and 'Traceback' not in err and 'Error' not in err, err[-3000:]
+
+
+def test_make_lab_runs_as_root_and_takes_arguments():
+    "make lab adds --allow-root for root (Jupyter refuses root otherwise) and passes ARGS on."
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run(['make', '-n', 'lab', 'ARGS=--port 8899 --no-browser'], cwd=root, capture_output=True, text=True)
+    line = [l for l in r.stdout.splitlines() if 'jupyter lab' in l]
+    assert r.returncode == 0 and len(line) == 1, r.stdout + r.stderr
+    assert line[0].endswith('--port 8899 --no-browser') and (('--allow-root' in line[0]) == (os.getuid() == 0)), line[0]

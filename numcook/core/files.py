@@ -4,15 +4,15 @@
 
 # %% ../../nbs/core/02_files.ipynb #a5b228c9
 from __future__ import annotations
-import codecs, contextlib, json, os, stat, tempfile
+import codecs, contextlib, difflib, json, os, stat, tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from .errors import NumcookError, warn
 import glob
 
 # %% auto #0
-__all__ = ['make_parents', 'remove_folders', 'atomic_file', 'glob_escape', 'atomic_write', 'not_a_file', 'check_input',
-           'read_jsonl', 'write_jsonl', 'JsonlLog']
+__all__ = ['make_parents', 'remove_folders', 'atomic_file', 'no_such_path', 'glob_escape', 'atomic_write', 'not_a_file',
+           'check_input', 'read_jsonl', 'write_jsonl', 'JsonlLog']
 
 # %% ../../nbs/core/02_files.ipynb #a3e00c12
 _UMASK = os.umask(0o022); os.umask(_UMASK)   # the process's umask (read by setting it back)
@@ -53,6 +53,18 @@ def atomic_file(path:str|Path, mode:str='w', **kwargs):
         remove_folders(made)
         if isinstance(e, OSError): raise NumcookError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
         raise
+
+def no_such_path(spec:str|Path) -> str|None:
+    "Why `spec`, written as a local path that no hub id can be (absolute, `./`, `../`, `~`, two or more `/`), names nothing; None when it exists or may be a hub id."
+    s = str(spec)
+    if Path(s).exists() or not (s.startswith(('/', './', '../', '~')) or s.count('/') > 1 or s.endswith('/') or (os.sep != '/' and os.sep in s)):
+        return None
+    p = Path(os.path.abspath(os.path.expanduser(s)))
+    parent = next(d for d in p.parents if d.exists())
+    missing = p.relative_to(parent).parts[0]
+    if not parent.is_dir(): return f"no such folder ({str(parent)!r} is a file)"
+    close = difflib.get_close_matches(missing, [c.name for c in parent.iterdir()], n=1, cutoff=0.6)
+    return f"no such folder ({str(parent)!r} holds no {missing!r}" + (f"; did you mean {close[0]!r}?)" if close else ')')
 
 def glob_escape(name:str) -> str:
     "`name` with glob's special characters escaped."

@@ -20,7 +20,7 @@ from .metrics import (ANSWER_REGEX, METRICS, item_metrics, range_of, well_learne
 from ..core.outputs import OutputGuard, check_not_input, read_records
 from ..core.files import atomic_file, check_input
 from ..core.config import confirm_large, param
-from ..core.parallel import reuse_freed_memory, spooled_imap
+from ..core.parallel import quiet_worker, reuse_freed_memory, spooled_imap
 import time
 import concurrent.futures as cf, multiprocessing as mp
 
@@ -602,7 +602,7 @@ def summarize(tasks=None, # task names, 'all' / None or 'nupa41'
     job = functools.partial(summarize_task, n=n, seed=seed, lengths=lengths)
     if workers <= 1: parts = [job(t) for t in progress(names, desc='NUPA', unit='task')]
     else:
-        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context('fork')) as ex:
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context('fork'), initializer=quiet_worker) as ex:
             parts = list(progress(ex.map(job, names), total=len(names), desc='NUPA', unit='task'))
     return [r for part in parts for r in part]
 
