@@ -234,7 +234,9 @@ def _one_line(e:BaseException) -> str:
 class Terminated(KeyboardInterrupt):
     "SIGTERM, raised in the main thread like Ctrl-C: outputs are closed, their locks released and their configs left right."
 
-def _terminated(signum, frame): raise Terminated()
+def _terminated(signum, frame):
+    "The SIGTERM handler of a command: unwind it."
+    raise Terminated()
 
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `numcook` console script: one-line errors for expected failures, a traceback only for bugs."

@@ -41,6 +41,7 @@ class QuietPool(multiprocessing.pool.Pool):
     "A `multiprocessing.Pool` whose workers end quietly when their parent is killed, instead of each printing a `BrokenPipeError` traceback."
     @staticmethod
     def Process(ctx, *args, **kwds):
+        "A worker process running the pool's loop through `_quietly`."
         kwds['target'] = functools.partial(_quietly, kwds['target'])
         return ctx.Process(*args, **kwds)
 
