@@ -82,7 +82,7 @@ EXPORT_LIMIT_BYTES = 4e9   # an export estimated larger than this asks for --yes
 def export_plan(cfg:ExportConfig) -> tuple[list[str], list[int]|None, list[str]]:
     "Check every setting of `cfg` before a file is written (one-line errors): the NUPA tasks, their lengths (None: each task's own) and the GSM subsets."
     from numcook.nupa.tasks import MAX_LENGTH, task_names  # deferred: each exporter imports its own generator
-    from numcook.gsm.generate import GenerateConfig, generate_estimate
+    from numcook.gsm.generate import GenerateConfig, generate_estimate  # (deferred too)
     if cfg.n < 1 or cfg.gsm_per_op < 1 or cfg.gsm_max_new_tokens < 1: raise NumcookError("n, gsm_per_op and gsm_max_new_tokens must be at least 1")
     names = task_names(cfg.tasks) if cfg.tasks else []
     lengths = parse_range(cfg.lengths, 'lengths', 1, MAX_LENGTH) if cfg.lengths is not None else None
