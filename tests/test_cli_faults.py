@@ -493,8 +493,11 @@ def test_finetune_a_numcook_train_run_folder(tmp_path, capsys):
 
 
 def _start(argv, tmp_path, **kw):
+    "Start a numcook command in `tmp_path`, its temporary files (the workers' spool folder) in `tmp_path/tmp`."
+    (tmp_path / 'tmp').mkdir()
     return subprocess.Popen([sys.executable, '-c', 'import sys; from numcook.cli import main; sys.exit(main(sys.argv[1:]))', *argv],
-                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, **kw)
+                            env={**ENV, 'TMPDIR': str(tmp_path / 'tmp')}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, **kw)
 
 
 def _wait_for_records(path, proc, n=1):
@@ -513,7 +516,7 @@ def test_sigterm_releases_the_lock_and_leaves_an_incomplete_output(tmp_path):
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 143 and err.strip() == 'numcook gsm: terminated', (p.returncode, err[-3000:])
-    assert sorted(os.listdir(tmp_path)) == ['g.config.json', 'g.jsonl']
+    assert sorted(os.listdir(tmp_path)) == ['g.config.json', 'g.jsonl', 'tmp'] and os.listdir(tmp_path / 'tmp') == []   # (the spool folder too)
     assert json.loads((tmp_path / 'g.config.json').read_text())['_complete'] is False
 
 
