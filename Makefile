@@ -77,9 +77,12 @@ repro: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python scripts/build_docs.py
 
-## JupyterLab in the project environment.
+## JupyterLab in the project environment: `make lab ARGS="--port 8890 --no-browser"` passes more options; as root
+## (a container) it adds --allow-root, without which Jupyter refuses to start.
+ARGS     ?=
+LAB_ROOT  = $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=.
+	$(BIN)/jupyter lab --notebook-dir=. $(LAB_ROOT) $(ARGS)
 
 clean:
 	rm -rf _docs _proc .pytest_cache build dist *.egg-info

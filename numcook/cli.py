@@ -4,7 +4,7 @@
 
 # %% ../nbs/app/90_cli.ipynb #35d73a0a
 from __future__ import annotations
-import argparse, contextlib, dataclasses, difflib, os, shlex, sys, traceback
+import argparse, contextlib, dataclasses, difflib, os, shlex, signal, sys, threading, traceback
 from pathlib import Path
 from typing import Callable
 from . import __version__
@@ -12,7 +12,7 @@ from .core.errors import NumcookError, did_you_mean
 from .core.config import field_kind, field_spec, parse_value
 
 # %% auto #0
-__all__ = ['COMMANDS', 'ArgParser', 'add_flags', 'from_flags', 'main', 'shell']
+__all__ = ['COMMANDS', 'ArgParser', 'add_flags', 'from_flags', 'Terminated', 'main', 'shell']
 
 # %% ../nbs/app/90_cli.ipynb #71aa4861
 class ArgParser(argparse.ArgumentParser):
@@ -231,10 +231,25 @@ def _one_line(e:BaseException) -> str:
     if isinstance(e, MemoryError): return 'out of memory; ask for less work (a smaller --batch-size, fewer items or a shorter context)'
     return ' '.join(str(e).split()) or type(e).__name__
 
+class Terminated(KeyboardInterrupt):
+    "SIGTERM, raised in the main thread like Ctrl-C: outputs are closed, their locks released and their configs left right."
+
+def _terminated(signum, frame):
+    "The SIGTERM handler of a command: unwind it."
+    raise Terminated()
+
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `numcook` console script: one-line errors for expected failures, a traceback only for bugs."
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv: _parser().print_help(); return 0
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    try: return _main(argv)
+    finally:
+        if main_thread and before is not None: signal.signal(signal.SIGTERM, before)
+
+def _main(argv:list[str]) -> int:
+    "`main` for a non-empty `argv`."
     prog = f'numcook {argv[0]}' if argv[0] in COMMANDS else 'numcook'
     try:
         if argv[0].startswith('-') and argv[0] not in ('-h', '--help', '--version'):
@@ -242,6 +257,8 @@ def main(argv:list[str]|None=None) -> int:
         args = _parser().parse_args(argv[:1])
         if args.command not in COMMANDS: raise did_you_mean(args.command, COMMANDS, 'command')
         rc = COMMANDS[args.command][0](argv[1:])
+    except Terminated:
+        print(f'{prog}: terminated', file=sys.stderr); return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print(f'{prog}: interrupted', file=sys.stderr); return 130
     except BrokenPipeError:  # output piped into `head` and closed early: not an error

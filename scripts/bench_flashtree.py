@@ -25,6 +25,7 @@ import argparse, json, os, platform, sys, time
 from pathlib import Path
 
 import torch
+from numcook.lm.runtime import with_cache
 
 PRESETS = {  # model configs; weights are random
     "qwen2.5-0.5b": dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
@@ -73,7 +74,7 @@ def batches(xs, size):
 def prompt_cache(model, prompt, dev):
     from transformers import DynamicCache
     pc = DynamicCache(config=model.config)
-    model(torch.tensor([prompt], device=dev), past_key_values=pc, use_cache=True, logits_to_keep=1)
+    model(torch.tensor([prompt], device=dev), use_cache=True, logits_to_keep=1, **with_cache(model, pc))
     return pc
 
 
@@ -106,7 +107,7 @@ def run_tf(model, prompt, prepped, prefill, dev):
             B = bt["ids"].shape[0]
             c = DynamicCache(config=model.config)
             for li, (k, v) in enumerate(kv): c.update(k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1), li)
-            kw = dict(past_key_values=c, use_cache=True, position_ids=bt["pos"])
+            kw = dict(**with_cache(model, c), use_cache=True, position_ids=bt["pos"])
         hidden = model.model(input_ids=bt["ids"], **kw).last_hidden_state
         preds.append(argmax_rows(model, hidden[bt["r"], bt["t"]]))
     return torch.cat(preds)
@@ -136,7 +137,7 @@ def run_trie(model, prompt, prepped, attn, dev, limit=False):
         if limit:  # plain causal pass over as many tokens as the trie has nodes, LM head on as many rows
             out = model(input_ids=bt["ids"], logits_to_keep=torch.arange(len(bt["at"]), device=dev))
             preds.append(out.logits[0].argmax(-1)); continue
-        kw = dict(input_ids=bt["ids"], position_ids=bt["pos"], past_key_values=pc, use_cache=True, logits_to_keep=bt["at"])
+        kw = dict(input_ids=bt["ids"], position_ids=bt["pos"], use_cache=True, logits_to_keep=bt["at"], **with_cache(model, pc))
         if attn == "sdpa": kw["attention_mask"] = tree_mask(bt["end"], P)[:, None]  # the dense (N x P+N) mask
         else: kw.update(tree_end=bt["end"], tree_parent=ft.tree_parent(bt["end"]))
         preds.append(model(**kw).logits[0].argmax(-1))

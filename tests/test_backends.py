@@ -119,7 +119,7 @@ def test_post_json_retries_transient_failures_only(endpoint):
     ok = json.dumps({'choices': [{'text': '4'}]}).encode()
     Scripted.script = [(503, b'{"error": {"message": "busy"}}', {}), (429, b'{}', {'Retry-After': '0.3'}), (200, ok[:9], {}), (200, ok, {})]
     t0 = time.perf_counter()
-    got = post_json(endpoint + '/completions', {'prompt': 'x'}, {'Authorization': 'Bearer k'}, RetryPolicy(backoff=0.01, max_backoff=1))
+    got = post_json(endpoint + '/completions', {'prompt': 'x'}, {'Authorization': 'Bearer k'}, RetryPolicy(attempts=4, backoff=0.01, max_backoff=1))
     assert got == {'choices': [{'text': '4'}]} and len(Scripted.seen) == 4 and time.perf_counter() - t0 >= 0.3   # Retry-After waited
     assert {a for a, _ in Scripted.seen} == {'Bearer k'}
     Scripted.script = [(400, b'{"error": {"message": "prompt too long"}}', {})]

@@ -65,6 +65,8 @@ def prepare(d:Path, inputs:Path):
     w('problems_nullanswer.jsonl', [{**p, 'answer': None} for p in probs])
     items = read_jsonl(inputs / 'items.jsonl')
     w('preds_dup.jsonl', [{**r, 'prediction': r['answer']} for r in items + items[:1]])
+    w('preds_neglen.jsonl', [{**r, 'length': -1, 'prediction': r['answer']} for r in items])
+    os.mkfifo(d / 'fifo')                      # a named pipe nobody writes to: reading it would never end
     w('test_noid.jsonl', [{k: v for k, v in r.items() if k != 'id'} for r in items])
     w('pairs_bad.jsonl', [{'prompt': '1+1=', 'reply': '2'}])
     (d / 'cfg_bad.json').write_text('{"steps": ')
@@ -91,6 +93,10 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['nupa', 'generate', '--lengths', '1-1000', '--out', 'o.jsonl'], 'add --yes'),
     (['nupa', 'score', 'absent.jsonl'], 'no predictions file'),
     (['nupa', 'score', 'preds_dup.jsonl'], 'repeats id'),
+    (['nupa', 'score', 'preds_neglen.jsonl'], "field 'length' should be a digit length in [1, 1000], not -1"),
+    (['nupa', 'score', 'adir'], "'adir' is a folder, not a predictions file"),
+    (['nupa', 'score', 'fifo'], "'fifo' is a named pipe (FIFO), not a predictions file"),
+    (['nupa', 'score', '/dev/zero'], "'/dev/zero' is a character device, not a predictions file"),
     (['nupa', 'score', 'replies.jsonl', '--test', 'test_noid.jsonl'], "field 'id' is missing"),
     (['nupa', 'score', '{inputs}/items.jsonl', '--out', 'adir'], 'is a folder'),
     (['nupa', 'score', '{inputs}/items.jsonl', '--out', '{inputs}/items.jsonl'], 'also an input'),
@@ -98,6 +104,9 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['gsm', 'generate', '--per-op', '0', '--out', 'o.jsonl'], 'argument --per-op'),
     (['gsm', 'generate', '--workers', '0', '--out', 'o.jsonl'], 'argument --workers'),
     (['gsm', 'generate', '--ops', '0-3', '--out', 'o.jsonl'], 'bad ops'),
+    (['gsm', 'generate', '--subset', 'hard', '--ops', '1000', '--per-op', '1', '--out', 'o.jsonl'], 'hard forward problems have 1 to 85 operations'),
+    (['gsm', 'generate', '--subset', 'medium', '--ops', '1000', '--per-op', '1', '--out', 'o.jsonl'], 'medium forward problems have 1 to 60 operations'),
+    (['gsm', 'generate', '--subset', 'medium', '--ops', '1-3', '--per-op', '2', '--out', 'o.jsonl'], 'medium reverse problems have 2 to 60'),
     (['gsm', 'generate', '--context', '1000000', '--ops', '2', '--per-op', '1', '--out', 'o.jsonl'], 'add --yes'),
     (['gsm', 'generate', '--context', '32k', '--per-op', '20000', '--out', 'o.jsonl'], 'add --yes'),
     (['gsm', 'generate', '--out', 'adir'], 'is a folder'),
@@ -109,6 +118,8 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['gsm', 'generate', '--subset', 'medium', '--ops', '2-3', '--per-op', '2', '--seed', '5', '--out', '{inputs}/problems.jsonl'], 'seed 0 (now 5)'),
     (['gsm', 'generate', '--subset', 'medium', '--ops', '2', '--per-op', '1', '--out', '{inputs}/problems'], 'is the config of problems.jsonl'),
     (['gsm', 'score', '--problems', 'absent.jsonl', '--replies', 'replies.jsonl'], 'no problems file'),
+    (['gsm', 'score', '--problems', '/dev/zero', '--replies', 'replies.jsonl'], "'/dev/zero' is a character device, not a problems file"),
+    (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'fifo'], "'fifo' is a named pipe (FIFO), not a replies file"),
     (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies_dup.jsonl'], 'repeats id'),
     (['gsm', 'score', '--problems', '{inputs}/problems.jsonl', '--replies', 'replies_field.jsonl'], "no 'reply'"),
     (['gsm', 'score', '--problems', 'problems_badop.jsonl', '--replies', 'replies.jsonl'], "field 'op' should be an integer"),
@@ -153,6 +164,7 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['train', '--steps', '3'], 'give --out-dir'),
     (['train', '--config', 'absent.json', '--out-dir', 'r'], 'no config at'),
     (['train', '--config', 'cfg_bad.json', '--out-dir', 'r'], 'not a readable config'),
+    (['train', '--config', '/dev/zero', '--out-dir', 'r'], "'/dev/zero' is a character device, not a config file"),
     (['train', '--config', 'cfg_neg.json', '--out-dir', 'r'], 'steps: expected an integer >= 0, got -5'),
     (['train', '--config', '{inputs}/problems.config.json', '--out-dir', 'r'], 'another kind of run (GenerateConfig, not TrainConfig)'),
     (['train', '--pairs', 'pairs_bad.jsonl', '--model-size', 'micro', '--steps', '2', '--out-dir', 'r'], "field 'answer' is missing"),
@@ -170,9 +182,19 @@ CASES = [  # (argv, what the one line must say); relative paths are in the work 
     (['eval', M, '--lengths', '0-2', '--out', 'e'], 'bad lengths'),
     (['eval', M, '--device', 'tpu', '--out', 'e'], "unknown device 'tpu'"),
     (['eval', 'nomodel', '--lengths', '1', '--n', '1', '--out', 'e'], 'cannot load model'),
+    (['eval', '/nonexistent/dir', '--lengths', '1', '--n', '1', '--out', 'e'], "cannot load model '/nonexistent/dir': no such folder ('/' holds no 'nonexistent')"),
+    (['finetune', '--base', '{inputs}/modl/x', '--out-dir', 'r'], "no such folder ("),
+    (['eval', 'nupa', '--model', 'm', '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--tokenizer', '/nonexistent/tok',
+      '--n', '1', '--out', 'e'], "cannot load model '/nonexistent/tok' (its tokenizer): no such folder"),
     (['eval', '{inputs}/corrupt', '--lengths', '1', '--n', '1', '--out', 'e'], 'cannot load model'),
     (['finetune', '--base', '{inputs}/notok', '--out-dir', 'r'], 'encodes nothing'),
     (['eval', M, '--lengths', '1', '--n', '1', '--out', 'afile'], 'is a file; give a folder'),
+    # export lm-eval
+    (['export', 'lm-eval', '--tasks', 'add_integer', '--lengths', '1', '--n', '1', '--gsm-subsets', '', '--out', '{inputs}/model'],
+     'holds files numcook export did not write'),
+    (['export', 'lm-eval', '--n', '1000000000', '--out', 'x'], 'add --yes'),
+    (['export', 'lm-eval', '--lengths', '1-100000000000', '--out', 'x'], "bad lengths '1-100000000000': values must lie in [1, 1000]"),
+    (['export', 'lm-eval', '--gsm-subsets', 'hard', '--gsm-ops', '2-200', '--out', 'x'], 'hard forward problems have 1 to 85'),
 ]
 if not GPU:
     CASES += [(['zeh', 'run', '--model', M, '--device', 'cuda', '--out', 'z'], 'no GPU'),
@@ -208,7 +230,8 @@ def test_a_held_output_refuses_every_writer_at_once(inputs, tmp_path, monkeypatc
                (['gsm', 'eval', '--model', m, '--problems', str(inputs / 'problems.jsonl'), '--max-new-tokens', '2', '--out', 'o.jsonl'], 'o.jsonl'),
                (['zeh', 'run', '--model', m, '--max-size', '2', '--out', 'z'], 'z'),
                (['train', '--model-size', 'micro', '--steps', '2', '--out-dir', 'r'], 'r'),
-               (['eval', m, '--lengths', '1', '--n', '1', '--out', 'o.jsonl'], 'o.jsonl')]
+               (['eval', m, '--lengths', '1', '--n', '1', '--out', 'o.jsonl'], 'o.jsonl'),
+               (['export', 'lm-eval', '--tasks', 'add_integer', '--lengths', '1', '--n', '1', '--gsm-subsets', '', '--out', 'x'], 'x')]
     for argv, out in writers:
         with OutputLock(tmp_path / out):
             refused(capsys, argv, f'is being written by process {os.getpid()}', tmp_path)
@@ -384,3 +407,132 @@ def test_estimates_say_the_number_and_the_flag(tmp_path, capsys, monkeypatch):
     refused(capsys, ['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl'], 'add --yes', tmp_path)
     assert main(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl', '--yes']) == 0
     assert 'going ahead (--yes)' in capsys.readouterr().err
+
+
+def test_export_replaces_its_own_earlier_export_and_nothing_else(tmp_path, capsys):
+    "A second export with other --tasks removes the first one's task files (lm_eval would run them), keeps a file of the user's."
+    out, base = tmp_path / 'x', ['export', 'lm-eval', '--lengths', '1', '--n', '2', '--gsm-subsets', '', '--out', str(tmp_path / 'x')]
+    assert main(base[:2] + ['--tasks', 'add_integer,max_integer'] + base[2:]) == 0
+    (out / 'mine.txt').write_text('notes')
+    assert main(base[:2] + ['--tasks', 'max_integer'] + base[2:]) == 0
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob('*') if p.is_file()) == \
+        ['README.md', 'config.json', 'data/nupa_max_integer.jsonl', 'mine.txt', 'numcook_nupa_max_integer.yaml', 'utils.py']
+    cfg = json.loads((out / 'config.json').read_text())
+    assert cfg['lm_eval_tasks'] == ['numcook_nupa_max_integer'] and cfg['_complete'] is True
+    assert sorted(os.listdir(tmp_path)) == ['x']                                       # no lock file left
+
+
+def test_a_byte_order_mark_loses_no_record(inputs, tmp_path, capsys):
+    "Inputs that start with a UTF-8 byte-order mark (as some editors save them) are read whole: every record is scored."
+    bom = b'\xef\xbb\xbf'
+    items = read_jsonl(inputs / 'items.jsonl')
+    (tmp_path / 'p.jsonl').write_bytes(bom + ''.join(json.dumps({**r, 'prediction': r['answer']}) + '\n' for r in items).encode())
+    assert main(['nupa', 'score', str(tmp_path / 'p.jsonl')]) == 0
+    out = capsys.readouterr().out
+    assert f'scored {len(items)} items of 1 task(s); 0 problem(s)' in out, out
+    probs = read_jsonl(inputs / 'problems.jsonl')
+    (tmp_path / 'r.jsonl').write_bytes(bom + ''.join(json.dumps({'id': p['id'], 'reply': f"Answer: {p['answer']}"}) + '\n' for p in probs).encode())
+    assert main(['gsm', 'score', '--problems', str(inputs / 'problems.jsonl'), '--replies', str(tmp_path / 'r.jsonl')]) == 0
+    out, err = capsys.readouterr()
+    assert 'averaged score over subsets at context 0: 200.00' in out and 'have no reply' not in err, (out, err)
+
+
+@pytest.fixture
+def toy_checkout(tmp_path, monkeypatch):
+    "A checkout with two tiny reproduction notebooks (parameter `dpi`), run by a stand-in for papermill that records each run."
+    root = tmp_path / 'checkout'
+    (root / 'papers_repro').mkdir(parents=True); (root / 'settings.ini').write_text('[DEFAULT]\n')
+    for stem in ('a_fig', 'b_fig'):
+        nb = {'cells': [{'cell_type': 'markdown', 'id': 'title', 'metadata': {}, 'source': f'# {stem}'},
+                        {'cell_type': 'code', 'id': 'params', 'metadata': {'tags': ['parameters']}, 'source': 'dpi = 50', 'outputs': [],
+                         'execution_count': None}],
+              'metadata': {'kernelspec': {'name': 'python3', 'language': 'python', 'display_name': 'Python 3'}}, 'nbformat': 4, 'nbformat_minor': 5}
+        (root / 'papers_repro' / f'{stem}.ipynb').write_text(json.dumps(nb))
+    import numcook.app.repro as R
+    ran = []
+    def fake_run(nb, run_dir, params=None, log_output=False):
+        ran.append((Path(nb).stem, dict(params or {})))
+        return {'notebook': Path(nb).name, 'seconds': 0.0, 'params': dict(params or {})}
+    monkeypatch.setattr(R, 'run_notebook', fake_run)
+    monkeypatch.chdir(root)
+    return root, ran
+
+
+def test_repro_resumes_only_the_same_run(toy_checkout, capsys):
+    "--only X X runs X once; a resume with other -p is refused (nothing runs, nothing changes); with the same -p it skips what ran."
+    root, ran = toy_checkout
+    assert main(['repro', '--runs', 'runs', '--only', 'a_fig', 'a_fig', '-p', 'dpi=50']) == 0
+    assert ran == [('a_fig', {'dpi': 50})]
+    run = next((root / 'runs').iterdir())
+    refused(capsys, ['repro', '--resume', str(run), '-p', 'dpi=200'], 'ran with other parameters: dpi=50 (now 200)', root)
+    refused(capsys, ['repro', '--resume', str(run)], 'dpi=50 (now (default))', root)
+    assert ran == [('a_fig', {'dpi': 50})]
+    assert main(['repro', '--resume', str(run), '-p', 'dpi=50']) == 0          # the same run: a_fig is skipped, b_fig runs
+    assert ran == [('a_fig', {'dpi': 50}), ('b_fig', {'dpi': 50})]
+
+
+def test_repro_refuses_a_garbage_status_untouched(toy_checkout, capsys):
+    "A resume whose status.jsonl is not a run's log is refused and the file is left byte for byte."
+    root, ran = toy_checkout
+    run = root / 'runs' / 'x'; run.mkdir(parents=True)
+    for garbage in (b'garbage\nmore garbage', b'{"notebook": "a_fig.ipynb"}\n{"oops": 1}\n', b'\x00\xff' * 50):
+        (run / 'status.jsonl').write_bytes(garbage)
+        refused(capsys, ['repro', '--resume', str(run)], 'is not the record of a notebook run', root)
+    assert ran == []
+
+
+def test_finetune_a_numcook_train_run_folder(tmp_path, capsys):
+    "--base accepts what eval accepts: a run folder of numcook train (its model and tokenizer are in final/)."
+    run = tmp_path / 'run'
+    assert main(['train', '--model-size', 'micro', '--steps', '2', '--batch-size', '4', '--n-per-length', '10', '--train-lengths', '1',
+                 '--out-dir', str(run)]) == 0
+    argv = ['finetune', '--base', str(run), '--steps', '1', '--batch-size', '2', '--n-per-length', '2', '--train-lengths', '1',
+            '--rank', '2', '--out-dir', str(tmp_path / 'ft')]
+    assert main(argv) == 0, capsys.readouterr().err[-2000:]
+    assert (tmp_path / 'ft' / 'final' / 'adapter_config.json').exists()
+
+
+def _start(argv, tmp_path, **kw):
+    "Start a numcook command in `tmp_path`, its temporary files (the workers' spool folder) in `tmp_path/tmp`."
+    (tmp_path / 'tmp').mkdir()
+    return subprocess.Popen([sys.executable, '-c', 'import sys; from numcook.cli import main; sys.exit(main(sys.argv[1:]))', *argv],
+                            env={**ENV, 'TMPDIR': str(tmp_path / 'tmp')}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, **kw)
+
+
+def _wait_for_records(path, proc, n=1):
+    for _ in range(1200):
+        if (path.exists() and path.read_bytes().count(b'\n') >= n) or proc.poll() is not None: return
+        time.sleep(0.05)
+
+
+BIG_RUN = ['gsm', 'generate', '--subset', 'hard', '--ops', '2-60', '--per-op', '400', '--context', '2000', '--workers', '2']
+
+
+def test_sigterm_releases_the_lock_and_leaves_an_incomplete_output(tmp_path):
+    "SIGTERM (kill, a scheduler, a container stop) ends a writer like Ctrl-C: one line, status 143, no lock file, the config marked incomplete."
+    p = _start(BIG_RUN + ['--out', 'g.jsonl'], tmp_path)
+    _wait_for_records(tmp_path / 'g.jsonl', p)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 143 and err.strip() == 'numcook gsm: terminated', (p.returncode, err[-3000:])
+    assert sorted(os.listdir(tmp_path)) == ['g.config.json', 'g.jsonl', 'tmp'] and os.listdir(tmp_path / 'tmp') == []   # (the spool folder too)
+    assert json.loads((tmp_path / 'g.config.json').read_text())['_complete'] is False
+
+
+def test_workers_of_a_killed_parent_end_quietly(tmp_path):
+    "gsm generate --workers 2 whose parent is killed: the workers end (no orphan keeps working) without a traceback."
+    p = _start(BIG_RUN + ['--out', 'g.jsonl'], tmp_path)
+    _wait_for_records(tmp_path / 'g.jsonl', p)
+    p.kill()
+    out, err = p.communicate(timeout=120)        # (returns once the workers, which share the parent's stderr, have ended too)
+    assert p.returncode == -signal.SIGKILL and 'Traceback' not in err and 'Error' not in err, err[-3000:]
+
+
+def test_make_lab_runs_as_root_and_takes_arguments():
+    "make lab adds --allow-root for root (Jupyter refuses root otherwise) and passes ARGS on."
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run(['make', '-n', 'lab', 'ARGS=--port 8899 --no-browser'], cwd=root, capture_output=True, text=True)
+    line = [l for l in r.stdout.splitlines() if 'jupyter lab' in l]
+    assert r.returncode == 0 and len(line) == 1, r.stdout + r.stderr
+    assert line[0].endswith('--port 8899 --no-browser') and (('--allow-root' in line[0]) == (os.getuid() == 0)), line[0]

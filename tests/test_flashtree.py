@@ -117,9 +117,9 @@ def test_transformers_passes_tree_end_and_builds_no_mask():
     tree = ft.build_tree([[3, 4, 5], [3, 6], [7]])
     with torch.no_grad():
         cache = DynamicCache(config=cfg)
-        model(torch.tensor([[1, 2]]), past_key_values=cache, use_cache=True)
+        model(torch.tensor([[1, 2]]), cache=cache, use_cache=True)
         calls.clear()
-        model(tree.tokens[None], position_ids=tree.position_ids(2)[None], past_key_values=cache, use_cache=True,
+        model(tree.tokens[None], position_ids=tree.position_ids(2)[None], cache=cache, use_cache=True,
               tree_end=tree.end[None])
     assert len(calls) == 2
     for mask, end, n, kv, hkv in calls:
@@ -164,10 +164,10 @@ def test_padded_batches_go_through_dense_attention():
         out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=True)
         nxt = out.logits[:, -1:].argmax(-1)
         att2 = torch.cat([att, torch.ones(2, 1, dtype=att.dtype)], 1)
-        step = model(input_ids=nxt, attention_mask=att2, position_ids=pos[:, -1:] + 1, past_key_values=out.past_key_values).logits
+        step = model(input_ids=nxt, attention_mask=att2, position_ids=pos[:, -1:] + 1, cache=out.cache).logits
         model.set_attn_implementation("sdpa")
         ref = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=True)
-        ref_step = model(input_ids=nxt, attention_mask=att2, position_ids=pos[:, -1:] + 1, past_key_values=ref.past_key_values).logits
+        ref_step = model(input_ids=nxt, attention_mask=att2, position_ids=pos[:, -1:] + 1, cache=ref.cache).logits
     torch.testing.assert_close(out.logits[:, 2:], ref.logits[:, 2:])  # real tokens; padding rows are unused
     torch.testing.assert_close(step, ref_step)
     with pytest.raises(NumcookError, match="tree_end"):

@@ -106,7 +106,7 @@ def test_model_logits_on_trie_equal_per_instance_causal(arch):
     trie = build_trie(seqs)
     with torch.no_grad():
         cache = DynamicCache(config=cfg)
-        model(torch.tensor([prompt], device=DEV), past_key_values=cache, use_cache=True)
+        model(torch.tensor([prompt], device=DEV), cache=cache, use_cache=True)
         logits = tree_forward(model, trie, cache, extra=ft.tree_kwargs).cpu()
         assert cache.get_seq_length() == len(prompt)
         model.set_attn_implementation("sdpa")

@@ -114,3 +114,15 @@ def test_flashtree_strategy_agrees_when_the_kernel_is_installed(models):
     assert {i: r['correct'] for i, r in recs.items()} == expected
     assert (s['zeh'], s['limiter']['id']) == (1, '2:2')
     model.set_attn_implementation('sdpa')
+
+
+def test_every_strategy_passes_the_kv_cache_by_its_current_name(models):
+    "transformers 5 deprecates forward's `past_key_values` (`cache` instead; gone in 5.40): no strategy uses the old name, and each still gives the oracle's verdicts."
+    import warnings
+    model, tok = models['qwen2']
+    fam, expected = scripted_family('multiplication', model, tok, 3, name='mul-cache-api', plant={'2:2'})
+    with warnings.catch_warnings():
+        warnings.filterwarnings('error', message='`past_key_values` is deprecated', category=FutureWarning)
+        for strat in EXACT:
+            s, recs = run(model, tok, fam, strat, 3, stop='all')
+            for i, r in recs.items(): assert r['correct'] == expected[i], (strat, i, r)

@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+import re
 from ..core.errors import NumcookError
-from ..core.config import param, parse_range, save_config
+from ..core.config import confirm_large, param, parse_range, read_config, save_config
 from ..core.parallel import progress
-from ..core.files import read_jsonl, write_jsonl
+from ..core.files import atomic_write, make_parents, read_jsonl, write_jsonl
+from ..core.outputs import OutputLock, check_output_path
 from ..gsm.score import gsm_prompt, score_reply
 from .. import __version__
 
 # %% auto #0
-__all__ = ['UTILS_PY', 'NUPA_METRICS', 'GSM_FIELDS', 'ExportConfig', 'process_nupa', 'process_gsm', 'load_docs', 'export_lm_eval',
+__all__ = ['UTILS_PY', 'NUPA_METRICS', 'EXPORT_LIMIT_BYTES', 'GSM_FIELDS', 'ExportConfig', 'process_nupa', 'process_gsm',
+           'load_docs', 'export_plan', 'export_estimate', 'task_files', 'previous_export', 'export_lm_eval',
            'ExportCommand', 'export_command']
 
 # %% ../../nbs/app/93_export.ipynb #efb38d5e
@@ -74,62 +77,114 @@ def load_docs(data_file, **kwargs):
 NUPA_METRICS = [('exact_match', True), ('digit_match', True), ('dlength', False)]
 
 # %% ../../nbs/app/93_export.ipynb #08a8999b
-def _nupa_tasks(cfg:ExportConfig, out:Path, version:str) -> list[str]:
-    from numcook.nupa.tasks import generate, task_names, get_task  # (two modules' `generate`: each exporter imports its own)
-    names = []
-    for name in progress(task_names(cfg.tasks), desc='NUPA tasks', unit='task'):
-        top = get_task(name).max_length
-        lengths = [L for L in parse_range(cfg.lengths, 'lengths', 1) if L <= top] if cfg.lengths is not None else list(range(1, top + 1))
-        recs = [dict(r, prompt=r['question']) for r in generate(name, lengths, cfg.n, cfg.seed)]
+EXPORT_LIMIT_BYTES = 4e9   # an export estimated larger than this asks for --yes (the default export: about 2 GB)
+
+def export_plan(cfg:ExportConfig) -> tuple[list[str], list[int]|None, list[str]]:
+    "Check every setting of `cfg` before a file is written (one-line errors): the NUPA tasks, their lengths (None: each task's own) and the GSM subsets."
+    from numcook.nupa.tasks import MAX_LENGTH, task_names  # deferred: each exporter imports its own generator
+    from numcook.gsm.generate import GenerateConfig, generate_estimate  # (deferred too)
+    if cfg.n < 1 or cfg.gsm_per_op < 1 or cfg.gsm_max_new_tokens < 1: raise NumcookError("n, gsm_per_op and gsm_max_new_tokens must be at least 1")
+    names = task_names(cfg.tasks) if cfg.tasks else []
+    lengths = parse_range(cfg.lengths, 'lengths', 1, MAX_LENGTH) if cfg.lengths is not None else None
+    subsets = [s for s in cfg.gsm_subsets.split(',') if s]
+    for s in subsets: generate_estimate(GenerateConfig(s, cfg.gsm_ops, cfg.gsm_per_op, cfg.gsm_context, cfg.gsm_seed))  # (checks them)
+    if not names and not subsets: raise NumcookError("nothing to export: give NUPA --tasks or --gsm-subsets")
+    return names, lengths, subsets
+
+def _task_lengths(name:str, lengths:list[int]|None) -> list[int]:
+    "The lengths a NUPA task is exported at: `lengths` up to its largest, or all of its own."
+    from numcook.nupa.tasks import get_task  # deferred: the NUPA task registry
+    top = get_task(name).max_length
+    return [L for L in lengths if L <= top] if lengths is not None else list(range(1, top + 1))
+
+def export_estimate(cfg:ExportConfig) -> tuple[int, int, float]:
+    "(NUPA items, GSM problems, bytes) an export of `cfg` writes: a NUPA item about 300 + 10 bytes per digit of length (its prompt is a copy of its question)."
+    from numcook.gsm.generate import GenerateConfig, generate_estimate  # deferred: the GSM generator
+    names, lengths, subsets = export_plan(cfg)
+    per_task = [_task_lengths(t, lengths) for t in names]
+    items, size = sum(cfg.n * len(ls) for ls in per_task), sum(cfg.n * (300 + 10 * L) for ls in per_task for L in ls)
+    gsm = [generate_estimate(GenerateConfig(s, cfg.gsm_ops, cfg.gsm_per_op, cfg.gsm_context, cfg.gsm_seed)) for s in subsets]
+    return items, sum(p for p, _ in gsm), size + sum(2 * b for _, b in gsm)   # (a GSM document holds the problem twice: as problem and in its prompt)
+
+def _nupa_tasks(cfg:ExportConfig, out:Path, version:str, names:list[str], lengths:list[int]|None) -> list[str]:
+    from numcook.nupa.tasks import generate  # (two modules' `generate`: each exporter imports its own)
+    done = []
+    for name in progress(names, desc='NUPA tasks', unit='task'):
+        recs = [dict(r, prompt=r['question']) for r in generate(name, _task_lengths(name, lengths), cfg.n, cfg.seed)]
         if not recs: continue
         write_jsonl(recs, out / 'data' / f'nupa_{name}.jsonl')
         budget = 2 * max(len(str(r['answer'])) for r in recs) + 4   # as numcook.nupa.evaluate.evaluate chooses it
-        (out / f'numcook_nupa_{name}.yaml').write_text(_yaml(f'numcook_nupa_{name}', 'numcook_nupa', f'data/nupa_{name}.jsonl',
+        atomic_write(out / f'numcook_nupa_{name}.yaml', _yaml(f'numcook_nupa_{name}', 'numcook_nupa', f'data/nupa_{name}.jsonl',
                                                               'process_nupa', NUPA_METRICS, budget, version))
-        names.append(f'numcook_nupa_{name}')
-    return names
+        done.append(f'numcook_nupa_{name}')
+    return done
 
 GSM_FIELDS = ('id', 'subset', 'mode', 'template', 'op', 'target_length', 'problem', 'question', 'answer')
 
-def _gsm_tasks(cfg:ExportConfig, out:Path, version:str) -> list[str]:
-    from numcook.gsm.generate import generate, check_subset  # (two modules' `generate`: each exporter imports its own)
-    names = []
-    for subset in [s for s in cfg.gsm_subsets.split(',') if s]:
-        check_subset(subset)
+def _gsm_tasks(cfg:ExportConfig, out:Path, version:str, subsets:list[str]) -> list[str]:
+    from numcook.gsm.generate import generate  # (two modules' `generate`: each exporter imports its own)
+    done = []
+    for subset in subsets:
         recs = [{**{k: p.get(k) for k in GSM_FIELDS}, 'prompt': gsm_prompt(p)}
                 for p in generate(subset, cfg.gsm_ops, cfg.gsm_per_op, cfg.gsm_context, cfg.gsm_seed)]
         write_jsonl(recs, out / 'data' / f'gsm_{subset}.jsonl')
-        (out / f'numcook_gsm_{subset}.yaml').write_text(_yaml(f'numcook_gsm_{subset}', 'numcook_gsm', f'data/gsm_{subset}.jsonl',
-                                                              'process_gsm', [('exact_match', True)], cfg.gsm_max_new_tokens, version))
-        names.append(f'numcook_gsm_{subset}')
-    return names
+        atomic_write(out / f'numcook_gsm_{subset}.yaml', _yaml(f'numcook_gsm_{subset}', 'numcook_gsm', f'data/gsm_{subset}.jsonl',
+                                                               'process_gsm', [('exact_match', True)], cfg.gsm_max_new_tokens, version))
+        done.append(f'numcook_gsm_{subset}')
+    return done
 
-def export_lm_eval(out:str|Path, cfg:ExportConfig|None=None) -> list[str]:
-    "Write the NUPA and GSM-Infinite tasks of `cfg` into folder `out` as lm-evaluation-harness tasks; return their names."
-    cfg, out = cfg or ExportConfig(), Path(out)
-    if out.exists() and not out.is_dir(): raise NumcookError(f"--out {out} is a file; give a folder")
-    if cfg.n < 1 or cfg.gsm_per_op < 1 or cfg.gsm_max_new_tokens < 1: raise NumcookError("n, gsm_per_op and gsm_max_new_tokens must be at least 1")
-    (out / 'data').mkdir(parents=True, exist_ok=True)
-    names = (_nupa_tasks(cfg, out, __version__) if cfg.tasks else []) + _gsm_tasks(cfg, out, __version__)
-    if not names: raise NumcookError("nothing to export: give NUPA --tasks or --gsm-subsets")
-    (out / 'utils.py').write_text(UTILS_PY)
-    save_config(cfg, out / 'config.json', lm_eval_tasks=names)
-    tags = [t for t in ('numcook_nupa', 'numcook_gsm') if any(n.startswith(t) for n in names)]
-    (out / 'README.md').write_text(
-        f"# numcook tasks for lm-evaluation-harness\n\nWritten by numcook {__version__} (`numcook export lm-eval`); settings in "
-        f"`config.json`. Run them with numcook installed next to lm-eval:\n\n```sh\nlm_eval --model hf --model_args pretrained=MODEL "
-        f"--include_path {out.name} --tasks {','.join(tags)}\n```\n\nTasks: {', '.join(names)}.\n")
-    return names
+_OWN = re.compile(r'numcook_(nupa|gsm)_\w+\.yaml|data/(nupa|gsm)_\w+\.jsonl|utils\.py|README\.md')  # the only files an export writes (and removes)
+
+def task_files(tasks:list[str]) -> list[str]:
+    "The files (relative to the export folder) of lm-eval tasks `tasks`: each one's YAML and its data."
+    return [f for t in tasks for f in (f'{t}.yaml', f"data/{t.removeprefix('numcook_')}.jsonl")]
+
+def previous_export(out:Path) -> list[str]:
+    "The files an earlier export wrote into `out` (its config.json says which); a folder that holds anything else is refused."
+    if not out.is_dir() or not any(out.iterdir()): return []
+    old = read_config(out / 'config.json')
+    if old is None or old.get('_class') != 'ExportConfig':
+        found = sorted(p.name for p in out.iterdir())
+        raise NumcookError(f"--out {out} holds files numcook export did not write ({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}); "
+                           f"give a new or empty folder")
+    files = old['files'] if isinstance(old.get('files'), list) else task_files(old.get('lm_eval_tasks') or []) + ['utils.py', 'README.md']
+    return [f for f in files if isinstance(f, str) and _OWN.fullmatch(f)]
+
+def export_lm_eval(out:str|Path, cfg:ExportConfig|None=None, yes:bool=False) -> list[str]:
+    "Write the NUPA and GSM-Infinite tasks of `cfg` into folder `out` as lm-evaluation-harness tasks (replacing an earlier export there); return their names."
+    cfg, out = cfg or ExportConfig(), check_output_path(out, folder=True)
+    names, lengths, subsets = export_plan(cfg)
+    items, problems, size = export_estimate(cfg)
+    confirm_large(size, EXPORT_LIMIT_BYTES, f"this export would write {items:,} NUPA items and {problems:,} GSM problems (~{size / 1e9:,.1f} GB)", yes)
+    make_parents(out)
+    with OutputLock(out):                                        # one export into a folder at a time
+        old = previous_export(out)
+        planned = task_files([f'numcook_nupa_{n}' for n in names] + [f'numcook_gsm_{s}' for s in subsets]) + ['utils.py', 'README.md']
+        (out / 'data').mkdir(parents=True, exist_ok=True)
+        # until the export is complete, its config claims every file it may hold: a killed export is cleaned up by the next
+        save_config(cfg, out / 'config.json', files=sorted(set(old) | set(planned)), _complete=False)
+        tasks = _nupa_tasks(cfg, out, __version__, names, lengths) + _gsm_tasks(cfg, out, __version__, subsets)
+        atomic_write(out / 'utils.py', UTILS_PY)
+        tags = [t for t in ('numcook_nupa', 'numcook_gsm') if any(n.startswith(t) for n in tasks)]
+        atomic_write(out / 'README.md',
+            f"# numcook tasks for lm-evaluation-harness\n\nWritten by numcook {__version__} (`numcook export lm-eval`); settings in "
+            f"`config.json`. Run them with numcook installed next to lm-eval:\n\n```sh\nlm_eval --model hf --model_args pretrained=MODEL "
+            f"--include_path {out.name} --tasks {','.join(tags)}\n```\n\nTasks: {', '.join(tasks)}.\n")
+        files = task_files(tasks) + ['utils.py', 'README.md']
+        for f in sorted((set(old) | set(planned)) - set(files)): (out / f).unlink(missing_ok=True)   # an earlier export's tasks: lm_eval would run them
+        save_config(cfg, out / 'config.json', lm_eval_tasks=tasks, files=files, _complete=True)
+    return tasks
 
 # %% ../../nbs/app/93_export.ipynb #7717d09a
 @dataclass(kw_only=True)
 class ExportCommand(ExportConfig):
     "The flags of `numcook export lm-eval`: an `ExportConfig` and where it goes."
-    out: str = param()               # folder for the task YAMLs, data and utils.py
+    out: str = param()               # folder for the task YAMLs, data and utils.py (an earlier export there is replaced)
+    yes: bool = param(False, negative='')  # go ahead when the estimated export is very large
 
 def export_command(c:ExportCommand) -> int:
     "`numcook export lm-eval --out DIR ...`"
     cfg = ExportConfig(**{k: getattr(c, k) for k in ExportConfig.__dataclass_fields__})
-    names = export_lm_eval(c.out, cfg)
+    names = export_lm_eval(c.out, cfg, c.yes)
     print(f"wrote {len(names)} lm-eval tasks to {c.out}: {', '.join(names)}")
     return 0

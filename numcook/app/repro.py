@@ -8,15 +8,15 @@ import datetime, json, re, time
 from dataclasses import dataclass
 from pathlib import Path
 from ..core.errors import NumcookError, did_you_mean
-from ..core.files import JsonlLog, atomic_write
+from ..core.files import JsonlLog, atomic_write, check_input
 from ..core.parallel import progress
 from ..core.outputs import OutputLock
-from ..core.config import param
+from ..core.config import param, read_config, save_config
 import csv
 
 # %% auto #0
-__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'run_notebook', 'write_index', 'run_all', 'ReproCommand',
-           'repro_command']
+__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'run_notebook', 'write_index', 'check_status', 'run_params',
+           'check_resume', 'run_all', 'ReproCommand', 'repro_command']
 
 # %% ../../nbs/app/91_repro.ipynb #b25fdfe9
 def repo_root(start:str|Path|None=None) -> Path:
@@ -88,12 +88,45 @@ def write_index(root:str|Path|None=None) -> Path:
     return path
 
 # %% ../../nbs/app/91_repro.ipynb #a8ceb13c
+_STATUS_FIELDS = {'notebook': str, 'status': str, 'finished': str}
+
+def check_status(path:Path) -> list[dict]:
+    "The records of a run folder's `status.jsonl`, checked before anything appends to it: one that is not such a log is refused untouched."
+    data = check_input(path, 'status').read_bytes()
+    *lines, tail = data.split(b'\n')
+    if tail.strip() and not tail.startswith(b'{"notebook": '): lines.append(tail)   # only a record cut off by a kill may end it
+    recs = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip(): continue
+        try: r = json.loads(line)
+        except ValueError: r = None
+        if not (isinstance(r, dict) and all(isinstance(r.get(k), t) for k, t in _STATUS_FIELDS.items())):
+            raise NumcookError(f"{path}: line {n} is not the record of a notebook run; this is not a run folder of numcook repro "
+                               f"(nothing was changed)")
+        recs.append(r)
+    return recs
+
+def run_params(run_dir:Path, recs:list[dict]) -> dict:
+    "The parameters a run folder's notebooks ran with: from its `run.json`, or (a folder written before it) from the records of its notebooks."
+    saved = read_config(run_dir / 'run.json')
+    if saved is not None and isinstance(saved.get('params'), dict): return saved['params']
+    return {k: v for r in recs if r['status'] == 'ok' for k, v in (r.get('params') or {}).items()}
+
+def check_resume(run_dir:Path, params:dict):
+    "Refuse (one-line error, nothing changed) to resume `run_dir` with other parameters than it ran with, or when its status.jsonl is not a run's."
+    old, new = run_params(run_dir, check_status(run_dir / 'status.jsonl')), json.loads(json.dumps(params))
+    diff = [f"{k}={json.dumps(old[k]) if k in old else '(default)'} (now {json.dumps(new[k]) if k in new else '(default)'})"
+            for k in sorted(old.keys() | new.keys()) if old.get(k, ...) != new.get(k, ...)]
+    if diff: raise NumcookError(f"{run_dir} ran with other parameters: {', '.join(diff)}; resume it with the same -p, "
+                                f"or start a new run (leave out --resume)")
+
 def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=None, resume:str|Path|None=None,
             root:str|Path|None=None) -> Path:
     "Run the reproduction notebooks (all, or `only` these stems) into a fresh or resumed run folder."
     root = repo_root(root)
     nbs = {nb.stem: nb for nb in list_notebooks(root)}
-    for name in only or []:
+    only = list(dict.fromkeys(only or []))      # a notebook named twice runs once
+    for name in only:
         if name not in nbs: raise did_you_mean(name, nbs, 'notebook')
     todo = [nbs[n] for n in (only or nbs)]
     if params:  # a parameter no notebook in the run declares is a typo, not something to drop silently
@@ -108,23 +141,30 @@ def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=Non
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
         run_dir = Path(runs) / stamp
     run_dir.mkdir(parents=True, exist_ok=True)
-    failed = []
-    # one record per attempt: (notebook, status, time) keys never collide, so failures are kept beside later successes
-    with OutputLock(run_dir), JsonlLog(run_dir / 'status.jsonl', key=lambda r: (r['notebook'], r['status'], r['finished'])) as log:
-        done_ok = {r['notebook'] for r in log.records if r['status'] == 'ok'}
-        bar = progress(todo, desc='papers_repro', unit='nb')
-        for nb in bar:
-            if nb.name in done_ok: continue
-            bar.set_postfix_str(nb.stem)
-            try: rec = {**run_notebook(nb, run_dir, params), 'status': 'ok'}
-            except Exception as e:
-                msg = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
-                rec = {'notebook': nb.name, 'status': 'failed', 'error': msg}
-                failed.append(nb.name)
-            log.append({**rec, 'finished': datetime.datetime.now(datetime.timezone.utc).isoformat()})
+    with OutputLock(run_dir):
+        if resume: check_resume(run_dir, params or {})     # before anything is written there
+        save_config({'_class': 'ReproRun', 'params': params or {}}, run_dir / 'run.json')
+        # one record per attempt: (notebook, status, time) keys never collide, so failures are kept beside later successes
+        with JsonlLog(run_dir / 'status.jsonl', key=lambda r: (r['notebook'], r['status'], r['finished'])) as log:
+            failed = _run(todo, run_dir, params, log)
     write_index(root)
     if failed: raise NumcookError(f"{len(failed)} notebook(s) failed: {', '.join(failed)}; executed copies in {run_dir}")
     return run_dir
+
+def _run(todo:list[Path], run_dir:Path, params:dict|None, log:JsonlLog) -> list[str]:
+    "Run the notebooks of `todo` not yet done in `log` into `run_dir`, each one's outcome appended to `log`; the names of those that failed."
+    failed, done_ok = [], {r['notebook'] for r in log.records if r['status'] == 'ok'}
+    bar = progress(todo, desc='papers_repro', unit='nb')
+    for nb in bar:
+        if nb.name in done_ok: continue
+        bar.set_postfix_str(nb.stem)
+        try: rec = {**run_notebook(nb, run_dir, params), 'status': 'ok'}
+        except Exception as e:
+            msg = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
+            rec = {'notebook': nb.name, 'status': 'failed', 'error': msg}
+            failed.append(nb.name)
+        log.append({**rec, 'finished': datetime.datetime.now(datetime.timezone.utc).isoformat()})
+    return failed
 
 # %% ../../nbs/app/91_repro.ipynb #7985f12e
 def _kv(s:str):

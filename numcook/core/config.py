@@ -8,7 +8,7 @@ import dataclasses, json, math, sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 from .errors import NumcookError, did_you_mean
-from .files import atomic_write
+from .files import atomic_write, not_a_file
 from .. import __version__
 
 # %% auto #0
@@ -102,6 +102,8 @@ def parse_range(spec:str|int|Iterable[int], what:str='range', lo:int|None=None, 
             except ValueError:
                 raise NumcookError(f"bad {what} {spec!r}: write it like '1-20', '5' or '1-5,8'") from None
             if a > b: raise NumcookError(f"bad {what} {spec!r}: {a} is larger than {b}")
+            out = a if lo is not None and a < lo else max(a, hi + 1) if hi is not None and b > hi else None
+            if out is not None: raise NumcookError(f"bad {what} {spec!r}: values must lie in [{lo}, {hi}], got {out}")  # (before a huge range is listed)
             vals.extend(range(a, b + 1))
     bad = [v for v in vals if (lo is not None and v < lo) or (hi is not None and v > hi)]
     if bad: raise NumcookError(f"bad {what} {spec!r}: values must lie in [{lo}, {hi}], got {bad[0]}")
@@ -144,6 +146,7 @@ def read_config(path:Path) -> dict|None:
     "The config saved at `path` (a file, or a folder's `config.json`), None if there is none; a broken one is a one-line error."
     if path.is_dir(): path = path / 'config.json'
     if not path.exists(): return None
+    if (kind := not_a_file(path)): raise NumcookError(f"{str(path)!r} is {kind}, not a config file")   # (/dev/zero would never end)
     try: data = json.loads(path.read_text(encoding='utf-8'))
     except (ValueError, OSError) as e: raise NumcookError(f"{path} is not a readable config ({type(e).__name__}); remove it, or use another output") from None
     if not isinstance(data, dict): raise NumcookError(f"{path} is not a config (not a JSON object); remove it, or use another output")

@@ -4,15 +4,15 @@
 
 # %% ../../nbs/core/02_files.ipynb #a5b228c9
 from __future__ import annotations
-import contextlib, json, os, tempfile
+import codecs, contextlib, difflib, json, os, stat, tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from .errors import NumcookError, warn
 import glob
 
 # %% auto #0
-__all__ = ['make_parents', 'remove_folders', 'atomic_file', 'glob_escape', 'atomic_write', 'read_jsonl', 'write_jsonl',
-           'JsonlLog']
+__all__ = ['make_parents', 'remove_folders', 'atomic_file', 'no_such_path', 'glob_escape', 'atomic_write', 'not_a_file',
+           'check_input', 'read_jsonl', 'write_jsonl', 'JsonlLog']
 
 # %% ../../nbs/core/02_files.ipynb #a3e00c12
 _UMASK = os.umask(0o022); os.umask(_UMASK)   # the process's umask (read by setting it back)
@@ -54,6 +54,18 @@ def atomic_file(path:str|Path, mode:str='w', **kwargs):
         if isinstance(e, OSError): raise NumcookError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
         raise
 
+def no_such_path(spec:str|Path) -> str|None:
+    "Why `spec`, written as a local path that no hub id can be (absolute, `./`, `../`, `~`, two or more `/`), names nothing; None when it exists or may be a hub id."
+    s = str(spec)
+    if Path(s).exists() or not (s.startswith(('/', './', '../', '~')) or s.count('/') > 1 or s.endswith('/') or (os.sep != '/' and os.sep in s)):
+        return None
+    p = Path(os.path.abspath(os.path.expanduser(s)))
+    parent = next(d for d in p.parents if d.exists())
+    missing = p.relative_to(parent).parts[0]
+    if not parent.is_dir(): return f"no such folder ({str(parent)!r} is a file)"
+    close = difflib.get_close_matches(missing, [c.name for c in parent.iterdir()], n=1, cutoff=0.6)
+    return f"no such folder ({str(parent)!r} holds no {missing!r}" + (f"; did you mean {close[0]!r}?)" if close else ')')
+
 def glob_escape(name:str) -> str:
     "`name` with glob's special characters escaped."
     return glob.escape(name)
@@ -64,10 +76,28 @@ def atomic_write(path:str|Path, text:str) -> Path:
     return Path(path)
 
 # %% ../../nbs/core/02_files.ipynb #766c7f9f
+_KINDS = ((stat.S_ISDIR, 'a folder'), (stat.S_ISFIFO, 'a named pipe (FIFO)'), (stat.S_ISCHR, 'a character device'),
+          (stat.S_ISBLK, 'a block device'), (stat.S_ISSOCK, 'a socket'))
+
+def not_a_file(path:str|Path) -> str|None:
+    "What `path` is when it is not a regular file that can be read to its end ('missing', 'a folder', 'a named pipe (FIFO)', ...); None for a regular file."
+    try: mode = os.stat(path).st_mode
+    except FileNotFoundError: return 'missing'
+    except OSError as e: return f'unreadable ({e.strerror or e})'
+    if stat.S_ISREG(mode): return None
+    return next((name for test, name in _KINDS if test(mode)), 'not a regular file')
+
+def check_input(path:str|Path, what:str='input') -> Path:
+    "`path` as a `Path` when it is a regular file, else a one-line error saying what it is: a device or a FIFO may never end (`/dev/zero`)."
+    path, kind = Path(path), not_a_file(path)
+    if kind == 'missing': raise NumcookError(f"no {what} file {str(path)!r}")
+    if kind: raise NumcookError(f"{str(path)!r} is {kind}, not a {what} file" if kind.startswith('a') else f"{str(path)!r} is {kind}")
+    return path
+
 def _lines(path:Path, torn:str='warn') -> Iterator[tuple[int, Any]]:
     "(line number, parsed value) of each non-blank line; a cut-off last line is reported (`torn`='warn'), skipped or refused."
-    try: data = path.read_bytes()
-    except IsADirectoryError: raise NumcookError(f"{path} is a folder, not a JSON Lines file") from None
+    data = check_input(path, 'JSON Lines').read_bytes()
+    if data.startswith(codecs.BOM_UTF8): data = data[3:]   # a byte-order mark (some editors write one): not part of the first record
     lines = data.split(b'\n')
     for i, line in enumerate(lines):
         if not line.strip(): continue

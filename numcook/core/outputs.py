@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 try: import fcntl
 except ImportError: fcntl = None  # no advisory locks on this platform: outputs are then unguarded against a second writer
 from .errors import NumcookError, warn
-from .files import _UMASK, _lines, glob_escape, make_parents, remove_folders, atomic_write
+from .files import _UMASK, _lines, check_input, glob_escape, make_parents, remove_folders, atomic_write
 from .config import read_config, config_dict, check_resume, has_results, sidecar_path, to_jsonable
 
 # %% auto #0
@@ -56,8 +56,7 @@ def read_records(path:str|Path, # a JSON Lines file
                  check:Callable[[dict], str|None]|None=None, # further checks of a record: what is wrong with it, or None
                 ) -> list[dict]:
     "The checked records of a JSON Lines input: JSON objects fitting `schema`, unique by `key`, a cut-off last line reported."
-    path = Path(path)
-    if not path.exists(): raise NumcookError(f"no {what} file {str(path)!r}")
+    path = check_input(path, what)                 # a regular file: a folder, a FIFO or /dev/zero is refused with what it is
     out, seen = [], {}
     for n, rec in _lines(path):
         if not isinstance(rec, dict): raise NumcookError(f"{path}: line {n} is not a JSON object")

@@ -4,13 +4,13 @@
 
 # %% ../../nbs/core/05_parallel.ipynb #f5a14b83
 from __future__ import annotations
-import os, sys, tempfile
+import functools, os, signal, sys, tempfile
 from typing import Callable, Iterable, Iterator
-import multiprocessing
+import multiprocessing, multiprocessing.pool
 import ctypes
 
 # %% auto #0
-__all__ = ['progress', 'spooled_imap', 'reuse_freed_memory']
+__all__ = ['progress', 'quiet_worker', 'QuietPool', 'spooled_imap', 'reuse_freed_memory']
 
 # %% ../../nbs/core/05_parallel.ipynb #62ed400c
 def progress(it:Iterable|None=None, **kwargs):
@@ -25,9 +25,30 @@ if os.environ.get('NUMCOOK_PROGRESS', '1') == '0':   # the bars of Hugging Face 
     if 'transformers' in sys.modules: sys.modules['transformers'].utils.logging.disable_progress_bar()
 
 # %% ../../nbs/core/05_parallel.ipynb #b863ad2c
+def quiet_worker(leave_ctrl_c:bool=False):
+    "In a worker process: SIGTERM ends it at once and quietly (not the parent's handler, inherited through fork); `leave_ctrl_c`: Ctrl-C is the parent's (a pool it terminates)."
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if leave_ctrl_c: signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+def _quietly(target, *args, **kwargs):
+    "Run a pool worker's loop; when its parent is gone (the pipe to it broken) end without a traceback: nobody is left to read it."
+    parent = os.getppid()
+    try: target(*args, **kwargs)
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        if os.getppid() == parent: raise
+
+class QuietPool(multiprocessing.pool.Pool):
+    "A `multiprocessing.Pool` whose workers end quietly when their parent is killed, instead of each printing a `BrokenPipeError` traceback."
+    @staticmethod
+    def Process(ctx, *args, **kwds):
+        "A worker process running the pool's loop through `_quietly`."
+        kwds['target'] = functools.partial(_quietly, kwds['target'])
+        return ctx.Process(*args, **kwds)
+
 _SPOOL = {}
 
 def _spool_init(fn, folder, init, initargs):
+    quiet_worker(leave_ctrl_c=True)                 # (the pool is terminated by the parent, Ctrl-C or not)
     _SPOOL.update(fn=fn, folder=folder, n=0)
     if init is not None: init(*initargs)
 
@@ -49,7 +70,7 @@ def spooled_imap(fn:Callable, # fn(job) -> text, or a tuple whose last item is t
     "`Pool.imap(fn, jobs)` for results of large text, in order: each text goes through a temporary file, not the pipe."
     ctx = multiprocessing.get_context('fork' if 'fork' in multiprocessing.get_all_start_methods() else 'spawn')
     with tempfile.TemporaryDirectory(prefix='numcook-spool-') as folder, \
-         ctx.Pool(workers, _spool_init, (fn, folder, initializer, initargs)) as pool:
+         QuietPool(workers, _spool_init, (fn, folder, initializer, initargs), context=ctx) as pool:
         for meta, path in pool.imap(_spool_call, jobs, chunksize=1):
             with open(path, 'rb') if binary else open(path, encoding='utf-8', newline='') as f: text = f.read()
             os.unlink(path)

@@ -17,7 +17,7 @@ from ..core.parallel import progress, reuse_freed_memory, spooled_imap
 from ..core.outputs import OutputGuard, check_not_input, read_records
 from .graph import FastDraws, TokenCounter, approx_tokens
 from .symbolic import SymProblem, sym_stream, symbolic_batch, sym_arrays, sym_json_fields, words, ascii_bytes
-from .realistic import (TEMPLATES, realistic_problem, realistic_sentences, realistic_question,
+from .realistic import (TEMPLATES, op_range, realistic_problem, realistic_sentences, realistic_question,
                                    realistic_solution, realistic_graph)
 from .noise import spider_noise
 from .score import accuracy_by_op, auc_table, average_score, score_reply
@@ -199,7 +199,7 @@ def symbolic_json_lines(op:int, context:int=0, seed:int=0, first:int=0, count:in
 class GenerateConfig:
     "Settings of one `numcook gsm generate` run (saved next to its output)."
     subset: str = 'hard'                 # symbolic, medium or hard
-    ops: str = '2-30'                    # op counts, e.g. '2-30' or '2,5,10'
+    ops: str = '2-30'                    # op counts, e.g. '2-30' or '2,5,10' (symbolic up to 1000, medium 60, hard 85)
     per_op: int = param(100, lo=1)       # problems per op count
     context: str = '0'                   # target context: 0, 8k, 16k, 32k or a number of tokens
     seed: int = param(0, lo=0)           # seed of the whole dataset
@@ -220,7 +220,17 @@ def _plan(cfg:GenerateConfig) -> tuple[list[int], int, list[str], list]:
     check_subset(cfg.subset)
     ops = parse_range(cfg.ops, 'ops', lo=1, hi=1000)
     if cfg.per_op < 1: raise NumcookError(f'--per-op must be at least 1, got {cfg.per_op}')
-    return ops, parse_context(cfg.context), *_modes_templates(cfg.subset, cfg.mode, cfg.template)
+    modes, templates = _modes_templates(cfg.subset, cfg.mode, cfg.template)
+    if cfg.subset != 'symbolic': _check_ops(cfg, ops, modes[:cfg.per_op])   # (modes alternate by index)
+    return ops, parse_context(cfg.context), modes, templates
+
+def _check_ops(cfg:GenerateConfig, ops:list[int], modes:list[str]):
+    "Refuse op counts a Medium or Hard structure cannot carry (one-line error with the valid range)."
+    for mode in modes:
+        lo, hi = op_range(cfg.subset, mode)
+        bad = [op for op in ops if not lo <= op <= hi]
+        if bad: raise NumcookError(f"bad ops {cfg.ops!r}: {cfg.subset} {mode} problems have {lo} to {hi} operations, got {bad[0]} "
+                                   f"(symbolic problems go to 1000)")
 
 _CHUNK = 16   # Medium or Hard problems per task
 

@@ -10,12 +10,12 @@ from .graph import FastDraws, approx_tokens
 from ..core.errors import NumcookError, did_you_mean
 
 # %% auto #0
-__all__ = ['PLACE_STEMS', 'TEMPLATES', 'R_VMAX', 'STATED', 'PLUS_K', 'TIMES_K', 'IP_MAX', 'SHAPES', 'SHAPE_WEIGHTS', 'D_VMAX',
-           'PAIR_CAP', 'KINDS', 'QUERY_SHARES', 'Template', 'get_template', 'place_name', 'var_phrase', 'cached_phrase',
-           'phrase_tokens', 'structure_scale', 'draw_structure', 'Params', 'shape_cost', 'CoreBuilder', 'apply_shape',
-           'draw_constant', 'total_value', 'graph_values', 'distractors', 'polynomials', 'single_solution',
-           'RealProblem', 'realistic_problem', 'realistic_sentences', 'realistic_question', 'realistic_solution',
-           'realistic_graph']
+__all__ = ['PLACE_STEMS', 'TEMPLATES', 'R_VMAX', 'STATED', 'PLUS_K', 'TIMES_K', 'IP_MAX', 'MAX_OPS', 'SHAPES', 'SHAPE_WEIGHTS',
+           'D_VMAX', 'PAIR_CAP', 'KINDS', 'QUERY_SHARES', 'Template', 'get_template', 'place_name', 'var_phrase',
+           'cached_phrase', 'phrase_tokens', 'op_range', 'structure_scale', 'draw_structure', 'Params', 'shape_cost',
+           'CoreBuilder', 'apply_shape', 'draw_constant', 'total_value', 'graph_values', 'distractors', 'polynomials',
+           'single_solution', 'RealProblem', 'realistic_problem', 'realistic_sentences', 'realistic_question',
+           'realistic_solution', 'realistic_graph']
 
 # %% ../../nbs/gsm/42_realistic.ipynb #3d3d9d5a
 _FIRST = ('Velvet', 'Copper', 'Misty', 'Quiet', 'Amber', 'Silver', 'Hidden', 'Sunny', 'Crooked', 'Lantern',
@@ -99,6 +99,12 @@ IP_MAX = 20          # most (place, kind) pairs a structure has
 _OPMAX = {2: 3, 3: 4, 4: 4, 5: 6, 6: 6, 7: 10, 8: 10, 9: 10, 10: 15, 11: 15, 12: 20, 13: 20, 14: 20, 15: 20, 16: 25,
           17: 25, 18: 25, 19: 30, 20: 30}   # the public runs' --opmax per op (test_generate3.sh); beyond: 1.5 op
 
+MAX_OPS = {'medium': 60, 'hard': 85}   # the most operations a structure of at most IP_MAX pairs carries reliably (measured)
+
+def op_range(subset:str, mode:str='forward') -> tuple[int, int]:
+    "The fewest and the most operations a `subset` ('medium' or 'hard') problem in `mode` can have."
+    return (2 if mode == 'reverse' else 1), MAX_OPS[subset]
+
 def structure_scale(op:int) -> int:
     "The size parameter `s` of the structures of problems with `op` operations."
     return (_OPMAX.get(op, 3 if op < 2 else round(1.5 * op)) + 1) // 2
@@ -123,7 +129,10 @@ def draw_structure(rs, s:int, hard:bool, mode:str, cap:float=IP_MAX):
     cum = _WIDTHS.get(s)
     if cum is None:
         rel = (s - 1) / (IP_MAX - 1)
-        cum = _WIDTHS[s] = _cumulative([math.exp(-(rel - c) ** 2) for c in (0.1, 0.3, 0.5, 0.7, 0.9)])
+        logw = [-(rel - c) ** 2 for c in (0.1, 0.3, 0.5, 0.7, 0.9)]
+        w = [math.exp(x) for x in logw]
+        if not sum(w): w = [math.exp(x - max(logw)) for x in logw]   # a large `s`: every weight underflows; the same softmax, shifted
+        cum = _WIDTHS[s] = _cumulative(w)
     rnd = rs.random
     t0, t1 = _draw(rnd, cum) + 1, _draw(rnd, cum) + 1
     if s <= 5:
@@ -455,7 +464,9 @@ _MIN_OPS = {'N': 1, 'C': 1, 'A2': 2, 'A3': 4}    # the cheapest question of each
 def realistic_problem(rs:random.Random, subset:str, template:str, op:int, mode:str='forward') -> RealProblem:
     "A Medium or Hard problem whose solution counts exactly `op` operations, in `mode` ('forward' or 'reverse')."
     tpl, hard = get_template(template), subset == 'hard'
-    if mode == 'reverse' and op < 2: raise NumcookError('reverse problems need at least 2 operations')
+    if subset not in MAX_OPS: raise did_you_mean(subset, MAX_OPS, 'realistic subset')
+    lo, hi = op_range(subset, mode)
+    if not lo <= op <= hi: raise NumcookError(f'{subset} {mode} problems have {lo} to {hi} operations, not {op}')
     rs = FastDraws(rs)
     rnd = rs.random
     s, cap = structure_scale(op), _at_op(PAIR_CAP[subset, mode], op)

@@ -16,7 +16,8 @@ from ..core.errors import did_you_mean
 # %% auto #0
 __all__ = ['BACKENDS', 'WEIGHT_SUFFIXES', 'TRANSIENT_STATUS', 'SAMPLING_PARAMS', 'prompt_kind', 'Completion', 'Position',
            'greedy_choice', 'Backend', 'get_backend', 'weights_hash', 'HFBackend', 'RetryPolicy', 'post_json',
-           'get_json', 'OpenAIBackend', 'as_backend', 'check_backend_args', 'backend_from_args']
+           'get_json', 'first_choice', 'model_list', 'OpenAIBackend', 'as_backend', 'check_backend_args',
+           'retry_policy', 'backend_from_args']
 
 # %% ../../nbs/lm/13_backends.ipynb #28bb44d8
 def prompt_kind(p) -> str:
@@ -32,6 +33,7 @@ class Completion:
     text: str                            # the continuation, without the end token
     finish: str|None = None              # 'stop' (the model ended it) or 'length' (the budget ran out); None: unknown
     token_ids: list[int]|None = None     # its token ids, where the backend returns them
+    missing: bool = False                # the server sent no text (null or absent): `text` is '', and the results say so
 
 # %% ../../nbs/lm/13_backends.ipynb #06478bdd
 @dataclass
@@ -182,10 +184,10 @@ def _hf_prompt_logprobs(model, tok, seqs, k:int, batch_size:int) -> list[list[Po
 @dataclass
 class RetryPolicy:
     "How hard to try one HTTP request."
-    attempts: int = 8            # tries in all, the first included
+    attempts: int = 3            # tries in all, the first included (`--max-retries` + 1)
     backoff: float = 0.5         # seconds before the first retry; doubled after each
     max_backoff: float = 30.0    # the longest wait between tries
-    timeout: float = 600.0       # seconds a request may wait for the server (connect, and each read)
+    timeout: float = 300.0       # seconds one try may take: connecting, waiting for the answer and reading it (`--timeout`)
     def delay(self, retry:int, retry_after:float|None=None) -> float:
         "Seconds to wait before retry number `retry` (0-based): exponential backoff with jitter, at least `retry_after`."
         d = min(self.max_backoff, self.backoff * 2 ** retry)
@@ -211,6 +213,18 @@ def _server_message(body:bytes) -> str:
         return str(e).strip().splitlines()[0][:300] if str(e).strip() else ''
     return str(err)[:300]
 
+def _read_until(r, end:float, timeout:float) -> bytes:
+    "The body of HTTP response `r`, read piece by piece until `end` (a `time.monotonic()` time), else TimeoutError."
+    sock = getattr(getattr(r.fp, 'raw', None), '_sock', None)   # (to shorten each wait to the time left, where it is reachable)
+    pieces = []
+    while True:
+        left = end - time.monotonic()
+        if left <= 0: raise TimeoutError(f'no complete answer within {timeout:g} s')
+        if sock is not None: sock.settimeout(left)
+        piece = r.read1(1 << 16)
+        if not piece: return b''.join(pieces)
+        pieces.append(piece)
+
 def post_json(url:str, payload:dict, headers:dict, policy:RetryPolicy) -> dict:
     "POST `payload` as JSON and return the decoded answer, retrying transient failures as `policy` says."
     body, last, wait_at_least = json.dumps(payload).encode(), '', None
@@ -219,7 +233,8 @@ def post_json(url:str, payload:dict, headers:dict, policy:RetryPolicy) -> dict:
         wait_at_least = None
         req = urllib.request.Request(url, data=body, method='POST', headers={'Content-Type': 'application/json', **headers})
         try:
-            with urllib.request.urlopen(req, timeout=policy.timeout) as r: raw = r.read()
+            end = time.monotonic() + policy.timeout
+            with urllib.request.urlopen(req, timeout=policy.timeout) as r: raw = _read_until(r, end, policy.timeout)
             return json.loads(raw)
         except urllib.error.HTTPError as e:
             msg = _server_message(e.read() or b'')
@@ -231,6 +246,8 @@ def post_json(url:str, payload:dict, headers:dict, policy:RetryPolicy) -> dict:
             raise NumcookError(f"{_public_url(url)} answered HTTP {e.code}: {msg}") from None
         except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, socket.timeout, ValueError) as e:
             last = f'{type(e).__name__}: {e}'.strip()   # refused, reset, timed out, or a truncated/garbled JSON answer
+            if isinstance(e, TimeoutError) or isinstance(getattr(e, 'reason', None), TimeoutError):
+                last = f'no answer within {policy.timeout:g} s (--timeout)'
     raise NumcookError(f"{_public_url(url)} gave no usable answer in {policy.attempts} tries (last: {last[:200]})")
 
 def get_json(url:str, headers:dict, policy:RetryPolicy) -> dict:
@@ -242,6 +259,27 @@ def get_json(url:str, headers:dict, policy:RetryPolicy) -> dict:
         raise NumcookError(f"{_public_url(url)} answered HTTP {e.code}: {_server_message(e.read() or b'')}") from None
     except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, socket.timeout, ValueError) as e:
         raise NumcookError(f"cannot reach {_public_url(url)}: {e}") from None
+
+def _shape(x) -> str:
+    "What a decoded JSON answer is, in words, for an error message."
+    if isinstance(x, dict): return f"a JSON object with keys {', '.join(map(repr, list(x)[:6])) or '(none)'}"
+    return {list: 'a JSON list', str: 'a JSON string', type(None): 'null', bool: 'true or false'}.get(type(x), 'a number')
+
+def first_choice(answer, url:str) -> dict:
+    "The first of the `choices` of a completion answer from `url`, or a one-line error saying what the server sent instead."
+    choices = answer.get('choices') if isinstance(answer, dict) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict): return choices[0]
+    if isinstance(answer, dict) and answer.get('error'): why = f"an error: {_server_message(json.dumps(answer).encode())}"
+    elif isinstance(answer, dict) and 'choices' in answer: why = f"'choices' that hold no completion ({_shape(choices)})"
+    else: why = f"{_shape(answer)} without 'choices'"
+    raise NumcookError(f"{_public_url(url)} answered {why}: not an OpenAI-compatible completion")
+
+def model_list(answer, url:str) -> list[dict]:
+    "The models of a `/models` answer from `url` (`{'data': [{'id': ...}, ...]}`), or a one-line error saying what came instead."
+    data = answer.get('data') if isinstance(answer, dict) else None
+    if isinstance(data, list) and all(isinstance(m, dict) and isinstance(m.get('id'), str) for m in data): return data
+    raise NumcookError(f"{_public_url(url)} answered {_shape(answer)}, not a list of models ({{'data': [{{'id': ...}}]}}): "
+                       f"is --base-url the /v1 address of an OpenAI-compatible server?")
 
 # %% ../../nbs/lm/13_backends.ipynb #7953010a
 def _token_id(name:str, tok) -> int:
@@ -318,10 +356,11 @@ class OpenAIBackend(Backend):
     def server_info(self) -> dict:
         "What the server says about the model (`GET /models`): id, root, owner, context length; fetched once."
         if self._info is None:
-            models = get_json(self.base_url + '/models', self._headers(), self.policy).get('data') or []
-            mine = [m for m in models if m.get('id') == self.model_id]
+            url = self.base_url + '/models'
+            models = model_list(get_json(url, self._headers(), self.policy), url)
+            mine = [m for m in models if m['id'] == self.model_id]
             if not mine:
-                raise did_you_mean(self.model_id, [m.get('id', '?') for m in models], f'model at {_public_url(self.base_url)}')
+                raise did_you_mean(self.model_id, [m['id'] for m in models], f'model at {_public_url(self.base_url)}')
             self._info = {k: mine[0][k] for k in ('id', 'root', 'owned_by', 'max_model_len') if k in mine[0]}
         return self._info
 
@@ -329,13 +368,19 @@ class OpenAIBackend(Backend):
     def is_vllm(self) -> bool: return self.server_info().get('owned_by') == 'vllm'
 
     def _map(self, fn, items):
-        "fn over items with at most `max_concurrency` in flight, results in order."
+        "fn over items with at most `max_concurrency` in flight, results in order; the first failure cancels the requests not yet sent."
         with self._lock:
             if self._pool is None: self._pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix='numcook-http')
-        return list(self._pool.map(fn, items))
+        futures = [self._pool.submit(fn, x) for x in items]
+        try: return [f.result() for f in futures]
+        except BaseException:
+            for f in futures: f.cancel()
+            raise
 
     def _post(self, path:str, payload:dict) -> dict:
-        return post_json(self.base_url + path, payload, self._headers(), self.policy)
+        "The first choice of the server's answer to `payload` at `path` (one-line errors for anything else)."
+        url = self.base_url + path
+        return first_choice(post_json(url, payload, self._headers(), self.policy), url)
 
     def _request(self, p, max_new_tokens:int, sampling:str, seed:int, stop_ids) -> Completion:
         kind, vllm = prompt_kind(p), self.is_vllm
@@ -345,15 +390,24 @@ class OpenAIBackend(Backend):
             if stop_ids: body['stop_token_ids'] = [int(s) for s in stop_ids]
             if kind != 'chat': body['return_token_ids'] = True
         if kind == 'chat':
-            ch = self._post('/chat/completions', dict(body, messages=list(p)))['choices'][0]
-            return Completion(ch['message'].get('content') or '', ch.get('finish_reason'))
-        ch = self._post('/completions', dict(body, prompt=list(p) if kind == 'ids' else p))['choices'][0]
-        ids, text = ch.get('token_ids'), ch.get('text', '')
+            ch = self._post('/chat/completions', dict(body, messages=list(p)))
+            msg = ch.get('message')
+            return self._completion(msg.get('content') if isinstance(msg, dict) else None, ch.get('finish_reason'), None)
+        ch = self._post('/completions', dict(body, prompt=list(p) if kind == 'ids' else p))
+        ids, text = ch.get('token_ids'), ch.get('text')
+        if ids is not None and not (isinstance(ids, list) and all(isinstance(i, int) for i in ids)):
+            raise NumcookError(f"{_public_url(self.base_url)} answered 'token_ids' that are {_shape(ids)}, not a list of token ids")
         if ids is not None:
             stops = set(stop_ids or ()) | ({self.tokenizer.eos_token_id} if self.tokenizer is not None else set())
             if ids and ids[-1] in stops and ch.get('finish_reason') == 'stop': ids = ids[:-1]   # the end token is not the answer's
             if self.tokenizer is not None: text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        return Completion(text, ch.get('finish_reason'), ids)
+        return self._completion(text, ch.get('finish_reason'), ids)
+
+    def _completion(self, text, finish, ids) -> Completion:
+        "A `Completion` of the text a server sent: a string, or none at all (null or absent: counted as missing, never as an answer)."
+        if text is not None and not isinstance(text, str):
+            raise NumcookError(f"{_public_url(self.base_url)} answered a completion whose text is {_shape(text)}, not a string")
+        return Completion(text or '', finish, ids, missing=text is None)
 
     def generate(self, prompts, max_new_tokens=32, sampling='greedy', seed=0, batch_size=None, stop_ids=None, show_progress=False,
                  add_bos=None):
@@ -368,8 +422,8 @@ class OpenAIBackend(Backend):
         body = dict(model=self.model_id, prompt=list(seq), max_tokens=1, temperature=0.0, logprobs=k)
         if self.is_vllm: body['return_tokens_as_token_ids'] = True
         if api == 'prompt_logprobs':
-            return _parse_prompt_logprobs(self._post('/completions', dict(body, prompt_logprobs=k))['choices'][0], list(seq), k, self.tokenizer)
-        return _parse_echo_logprobs(self._post('/completions', dict(body, echo=True))['choices'][0], list(seq), self.tokenizer)
+            return _parse_prompt_logprobs(self._post('/completions', dict(body, prompt_logprobs=k)), list(seq), k, self.tokenizer)
+        return _parse_echo_logprobs(self._post('/completions', dict(body, echo=True)), list(seq), self.tokenizer)
 
     def prompt_logprobs(self, seqs, k=2):
         seqs = [list(s) for s in seqs]
@@ -406,7 +460,17 @@ def check_backend_args(args) -> type:
     cls = get_backend(args.backend)
     if cls is HFBackend and args.base_url: raise NumcookError("--base-url is for --backend openai; the hf backend runs the model in this process")
     if cls is not HFBackend and args.device_map: raise NumcookError("--device-map is for --backend hf; a server places its model itself")
+    for flag in ('timeout', 'max_retries'):
+        if cls is HFBackend and getattr(args, flag, None) is not None:
+            raise NumcookError(f"--{flag.replace('_', '-')} is for --backend openai (how long to wait for a server); the hf backend runs the model in this process")
     return cls
+
+def retry_policy(args) -> RetryPolicy:
+    "The `RetryPolicy` of settings `args`: `--timeout` seconds a try, `--max-retries` more tries (each default: `RetryPolicy`'s)."
+    p, timeout, retries = RetryPolicy(), getattr(args, 'timeout', None), getattr(args, 'max_retries', None)
+    if timeout is not None: p.timeout = float(timeout)
+    if retries is not None: p.attempts = int(retries) + 1
+    return p
 
 def backend_from_args(args, model_id:str, need_tokenizer:bool=False, device:str='auto', dtype:str|None=None, **load) -> Backend:
     "The backend the parsed flags ask for, serving `model_id` (an `hf` backend loads it, passing `load` to the loader)."
@@ -416,4 +480,4 @@ def backend_from_args(args, model_id:str, need_tokenizer:bool=False, device:str=
     if name:
         from numcook.lm.tokenizers import load_tokenizer  # deferred: transformers
         tok = load_tokenizer(name)
-    return OpenAIBackend(args.base_url, model_id, args.api_key_env, tok, args.max_concurrency)
+    return OpenAIBackend(args.base_url, model_id, args.api_key_env, tok, args.max_concurrency, retry_policy(args))

@@ -8,10 +8,10 @@ import importlib, pkgutil
 from pathlib import Path
 from typing import Sequence
 import numcook
-from ..core.errors import NumcookError, Registry
+from ..core.errors import NumcookError, Registry, warn
 from .evaluation import (EvalSettings, EvalFolder, Loaded, chat_protocol, check_settings, eval_config,
                                    generate_and_score, load_eval_model)
-from .results import concat_once, read_result_records, record_benchmark, result_record, results_source
+from .results import concat_once, output_counts, read_result_records, record_benchmark, result_record, results_source
 
 # %% auto #0
 __all__ = ['BENCHMARKS', 'register_benchmark', 'benchmarks', 'get_benchmark', 'Benchmark', 'accuracy', 'read_results',
@@ -112,7 +112,7 @@ class Benchmark:
             f.check_samples(samples)
             recs = self.run(s, lm, chat, samples, f)
             rows, overall = self.summarize(recs)
-            summary = {'benchmark': self.name, 'model': s.model, **overall}
+            summary = {'benchmark': self.name, 'model': s.model, **overall, **output_counts(recs)}
             f.finish(rows, summary)
         self.show(rows, summary, s.out)
         return summary
@@ -121,6 +121,10 @@ class Benchmark:
         import pandas as pd  # deferred: pandas only where a table is built
         print(pd.DataFrame(list(rows)).to_string(index=False))
         print(self.headline(summary) + (f"; results in {out}" if out else ''))
+        if summary.get('empty_outputs'):
+            m = summary.get('missing_outputs') or 0
+            warn(f"{summary['empty_outputs']} of {summary.get('samples', '?')} outputs are empty"
+                 + (f" ({m} with no text at all from the server)" if m else '') + "; they are scored as wrong answers (counted in summary.json)")
 
 def accuracy(records:Sequence[dict]) -> dict:
     "The numbers every summary.json holds: samples, correct and accuracy."

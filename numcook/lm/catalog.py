@@ -8,7 +8,7 @@ import hashlib, importlib.metadata, json, os, shutil, subprocess, sys, time
 from dataclasses import dataclass
 from pathlib import Path
 from ..core.errors import NumcookError, Registry
-from ..core.files import atomic_write
+from ..core.files import atomic_write, no_such_path
 from ..core.outputs import OutputLock
 
 # %% auto #0
@@ -162,6 +162,7 @@ def resolve_model(spec:str|Path) -> str:
         if not p.is_file(): raise NumcookError(f"no GGUF file {s!r}")
         digest = file_sha256(p)
         return str(_converted(p, cache_root() / 'models' / f'gguf-{digest[:16]}', digest, {'name': p.name}, 'float32'))
+    if (why := no_such_path(s)): raise NumcookError(f"cannot load model {s!r}: {why}")   # a local path, not a hub id: say so at once
     return s
 
 def model_source(spec:str|Path) -> dict|None:

@@ -35,6 +35,8 @@ class EvalSettings:
     base_url: str|None = None         # the server's URL, like http://127.0.0.1:8000/v1 (backend openai)
     api_key_env: str|None = None      # name of the environment variable that holds the API key (the key is never saved)
     max_concurrency: int = param(8, lo=1)  # requests in flight at once (backend openai)
+    timeout: float|None = param(None, lo=0, lo_open=True)  # seconds one try of a request may take (backend openai; default 300)
+    max_retries: int|None = param(None, lo=0)  # tries after a failed one: timed out, refused, 429 or 5xx (backend openai; default 2)
     device_map: str|None = None       # 'auto': spread the model over the GPUs with accelerate (backend hf)
     tokenizer: str|None = None        # tokenizer folder or hub id (backend openai; default: --model)
     limit: int|None = param(None, lo=1)  # evaluate only the first N samples
@@ -214,7 +216,9 @@ def generate_and_score(model, tok, samples:Sequence[dict], score:Callable[[dict,
             bs = batch_rows(chunk, max(budgets), batch_size)
             outs = gen.generate([x['prompt'] for x in chunk], budgets, sampling, seed, bs, add_bos=add_bos)
             for x, o in zip(chunk, outs):
-                rec = score(x, o.text); new[x['id']] = rec
+                rec = score(x, o.text)
+                if o.missing and 'output' in rec: rec['output'] = None    # the server sent no text: scored as empty, recorded as none
+                new[x['id']] = rec
                 if folder is not None: folder.append(rec)
             bar.update(len(chunk))
     finally: bar.close()

@@ -19,7 +19,7 @@ from .catalog import resolve_model
 # %% auto #0
 __all__ = ['MODEL_SIZES', 'POSITIONAL_ENCODINGS', 'NOPE_ROPE', 'DTYPES', 'alibi_slopes', 'alibi_attention_forward',
            'model_config', 'make_model', 'positional_encoding', 'count_parameters', 'latest_checkpoint', 'model_folder',
-           'run_config', 'load_model', 'load_model_and_tokenizer']
+           'run_config', 'load_model', 'tokenizer_of', 'load_model_and_tokenizer']
 
 # %% ../../nbs/lm/12_models.ipynb #d81f484e
 MODEL_SIZES = {  # name -> (num_hidden_layers, hidden_size, intermediate_size, num_attention_heads, num_key_value_heads)
@@ -158,8 +158,12 @@ def load_model(path:str|Path, # a hub id, a model folder, or a run folder of `nu
         raise NumcookError(f"cannot load model {str(path)!r}: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
     return m.to(device) if device else m
 
+def tokenizer_of(path:str|Path):
+    "The tokenizer of what `load_model` loads from `path` (a hub id, a named model, a model folder, or a run folder of `numcook train`)."
+    path = resolve_model(path)
+    return load_tokenizer(str(model_folder(path)) if Path(path).exists() else str(path))
+
 def load_model_and_tokenizer(path:str|Path, device:str|None=None, dtype=None, **kwargs):
     "`load_model` in eval mode, with its tokenizer from the same folder or hub id."
-    path = resolve_model(path)
-    tok = load_tokenizer(str(model_folder(path)) if Path(path).exists() else str(path))
+    tok = tokenizer_of(path)
     return load_model(path, device, dtype, **kwargs).eval(), tok

@@ -11,8 +11,8 @@ from ..core.config import read_config
 from ..core.files import read_jsonl
 
 # %% auto #0
-__all__ = ['RESULT_FIELDS', 'result_record', 'record_benchmark', 'upgrade_record', 'concat_once', 'results_source',
-           'read_result_records']
+__all__ = ['RESULT_FIELDS', 'result_record', 'output_counts', 'record_benchmark', 'upgrade_record', 'concat_once',
+           'results_source', 'read_result_records']
 
 # %% ../../nbs/lm/16_results.ipynb #4a92ffc5
 RESULT_FIELDS = ('id', 'prompt', 'output', 'prediction', 'gold', 'correct')   # the fields every benchmark's records start with
@@ -24,6 +24,11 @@ def result_record(sample:dict, output:str|None, scores:dict) -> dict:
             'gold': sample.get('gold'), 'correct': bool(scores['correct'])}
     rest = {k: v for k, v in scores.items() if k not in head}
     return {**head, **rest, **{k: v for k, v in sample.items() if k not in head and k not in rest and k not in _NOT_KEPT}}
+
+def output_counts(records) -> dict:
+    "How many of the generated `records` have a blank or no output (`empty_outputs`) and how many of those had no text at all (`missing_outputs`)."
+    outs = [r.get('output') for r in records]
+    return {'empty_outputs': sum(o is None or not str(o).strip() for o in outs), 'missing_outputs': sum(o is None for o in outs)}
 
 # %% ../../nbs/lm/16_results.ipynb #e6be786c
 _OLD_NAMES = {'gsm': {'reply': 'output', 'pred': 'prediction', 'answer': 'gold'},

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/lm/11_runtime.ipynb #6e421487
 from __future__ import annotations
-import contextlib
+import contextlib, inspect
 from typing import Sequence
 import torch
 from ..core.errors import NumcookError, did_you_mean
@@ -13,7 +13,8 @@ from ..core.parallel import progress
 from .tokenizers import encode
 
 # %% auto #0
-__all__ = ['SAMPLING', 'pick_device', 'torch_threads', 'left_pad', 'stop_ids', 'greedy_ids', 'generate']
+__all__ = ['SAMPLING', 'pick_device', 'torch_threads', 'left_pad', 'stop_ids', 'with_cache', 'returned_cache', 'greedy_ids',
+           'generate']
 
 # %% ../../nbs/lm/11_runtime.ipynb #02fbb79d
 def pick_device(device:str='auto') -> torch.device:
@@ -54,6 +55,28 @@ def stop_ids(model, tokenizer) -> list[int]:
     ids |= set(gen) if isinstance(gen, (list, tuple)) else {gen}
     return sorted(i for i in ids if i is not None)
 
+_CACHE_KW: dict[type, str] = {}   # model class -> the keyword its forward takes a KV cache by
+
+def _cache_keyword(cls) -> str:
+    "The keyword `cls.forward` takes a KV cache by: the one it names, else (a wrapper taking `**kwargs`) the installed transformers' name."
+    params = inspect.signature(cls.forward).parameters
+    for kw in ('cache', 'past_key_values'):
+        if kw in params: return kw
+    from transformers.modeling_outputs import CausalLMOutputWithPast  # deferred: only for a wrapper
+    return 'cache' if 'cache' in getattr(CausalLMOutputWithPast, '__dataclass_fields__', {}) else 'past_key_values'
+
+def with_cache(model, cache) -> dict:
+    "`{keyword: cache}` for `model(...)`: `cache` where its forward takes that (transformers 5), else `past_key_values`."
+    base = model.get_base_model() if hasattr(model, 'get_base_model') else model   # (a peft model passes it on to its base)
+    kw = _CACHE_KW.get(type(base))
+    if kw is None: kw = _CACHE_KW[type(base)] = _cache_keyword(type(base))
+    return {kw: cache}
+
+def returned_cache(out):
+    "The KV cache a forward pass returned (`out.cache`, or `out.past_key_values` from an older model)."
+    c = getattr(out, 'cache', None)
+    return c if c is not None else getattr(out, 'past_key_values', None)
+
 # %% ../../nbs/lm/11_runtime.ipynb #08f02562
 def _wants_bos(tokenizer, add_bos:bool|None) -> bool:
     bos = tokenizer.bos_token_id
@@ -78,7 +101,7 @@ def greedy_ids(model, # a transformers causal LM
     pos = (att.cumsum(-1) - 1).clamp(min=0)
     kw = dict(attention_mask=att, position_ids=pos) if B > 1 else {}
     out = model(input_ids=ids, use_cache=True, logits_to_keep=1, **kw)
-    cache, gen = out.past_key_values, [[] for _ in rows]
+    cache, gen = returned_cache(out), [[] for _ in rows]
     stop_t = torch.tensor(list(stops), device=dev)
     done, stopped = [b < 1 for b in budgets], [False] * B
     for _ in range(max(budgets)):
@@ -93,7 +116,7 @@ def greedy_ids(model, # a transformers causal LM
         if all(done): break
         att = torch.cat([att, att.new_ones(B, 1)], dim=1); pos = pos[:, -1:] + 1
         kw = dict(attention_mask=att, position_ids=pos) if B > 1 else {}
-        out = model(input_ids=nxt[:, None], past_key_values=cache, use_cache=True, logits_to_keep=1, **kw)
+        out = model(input_ids=nxt[:, None], use_cache=True, logits_to_keep=1, **with_cache(model, cache), **kw)
     return list(zip(gen, stopped))
 
 @torch.no_grad()

@@ -9,6 +9,7 @@ from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, proce
 from transformers import PreTrainedTokenizerFast
 from ..core.errors import NumcookError, did_you_mean
 from ..core.seeds import rng
+from ..core.files import no_such_path
 from transformers import AutoTokenizer
 
 # %% auto #0
@@ -119,6 +120,7 @@ def encode(tok, text:str, seed:int|None=None, add_bos:bool=False) -> list[int]:
 # %% ../../nbs/lm/10_tokenizers.ipynb #4ec9bf0a
 def load_tokenizer(path:str):
     "The tokenizer of model folder or hub id `path`; a missing, corrupt or empty one is a one-line error."
+    if (why := no_such_path(path)): raise NumcookError(f"cannot load model {str(path)!r} (its tokenizer): {why}")
     try: tok = AutoTokenizer.from_pretrained(str(path))
     except Exception as e:       # OSError, ValueError, or the tokenizers library's own errors for a damaged file
         raise NumcookError(f"cannot load model {str(path)!r} (its tokenizer): {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None

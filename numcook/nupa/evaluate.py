@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 from ..core.files import JsonlLog
 from ..core.errors import NumcookError
-from ..core.parallel import progress
+from ..core.parallel import progress, quiet_worker
 from ..lm.backends import as_backend
 from ..lm.evaluation import generate_and_score
 from ..lm.runtime import torch_threads
@@ -195,6 +195,7 @@ def run_experiment(exp:Experiment, cache:str|Path) -> dict:
             'cached': train_s is None, 'seconds': {'train': train_s or 0.0, 'eval': time.perf_counter() - t1}}
 
 def _worker_init(threads:int):
+    quiet_worker()                        # (Ctrl-C and a killed parent: no traceback from every worker)
     os.environ['NUMCOOK_PROGRESS'] = '0'  # one bar in the parent, none per run
     import torch
     torch.set_num_threads(threads)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 import torch
 from ..core.errors import NumcookError, did_you_mean
-from ..lm.models import load_model, NOPE_ROPE
+from ..lm.models import load_model, tokenizer_of, NOPE_ROPE
 from .formats import NumberFormat
 from ..core.outputs import check_output_path
 from ..lm.runtime import pick_device
@@ -86,7 +86,7 @@ def prepare_base(cfg:FinetuneConfig, model=None, tokenizer=None):
     if model is None:
         model = load_model(cfg.base, **({'rope_parameters': dict(NOPE_ROPE)} if cfg.pe == 'nope' else {}))
     elif cfg.pe == 'nope': raise NumcookError("pe='nope' needs the base loaded from cfg.base (pass no model)")
-    tok = tokenizer or load_tokenizer(str(model_folder(resolve_model(cfg.base))))   # a named model, a run folder or a hub id
+    tok = tokenizer or tokenizer_of(cfg.base)     # (as load_model reads it: a run folder's model is in its final/ folder)
     if tok.eos_token_id is None: raise NumcookError(f"the tokenizer of {cfg.base!r} has no end-of-sequence token, which ends every answer")
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
     if cfg.one_digit: split_digits(tok)

@@ -18,9 +18,9 @@ from .numbers import REPRESENTATIONS, SHORT_NAMES, format_decimal, format_scient
 from .metrics import (ANSWER_REGEX, METRICS, item_metrics, range_of, well_learned_digits,
                                   performance_preserving_digits)
 from ..core.outputs import OutputGuard, check_not_input, read_records
-from ..core.files import atomic_file
+from ..core.files import atomic_file, check_input
 from ..core.config import confirm_large, param
-from ..core.parallel import reuse_freed_memory, spooled_imap
+from ..core.parallel import quiet_worker, reuse_freed_memory, spooled_imap
 import time
 import concurrent.futures as cf, multiprocessing as mp
 
@@ -602,7 +602,7 @@ def summarize(tasks=None, # task names, 'all' / None or 'nupa41'
     job = functools.partial(summarize_task, n=n, seed=seed, lengths=lengths)
     if workers <= 1: parts = [job(t) for t in progress(names, desc='NUPA', unit='task')]
     else:
-        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context('fork')) as ex:
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context('fork'), initializer=quiet_worker) as ex:
             parts = list(progress(ex.map(job, names), total=len(names), desc='NUPA', unit='task'))
     return [r for part in parts for r in part]
 
@@ -702,16 +702,16 @@ def _item_problem(obj:dict) -> str|None:
     if isinstance(obj['answer'], int) and not isinstance(obj['answer'], bool): obj['answer'] = str(obj['answer'])
     for k, t in _ITEM_FIELDS.items():
         if not isinstance(obj[k], t) or isinstance(obj[k], bool): return f"field {k!r} should be {'a string' if t is str else 'an integer'}, not {json.dumps(obj[k])[:30]}"
+    if not 1 <= obj['length'] <= MAX_LENGTH: return f"field 'length' should be a digit length in [1, {MAX_LENGTH}], not {obj['length']}"
     try: get_task(obj['task'])
     except NumcookError: return f"unknown task {obj['task']!r}"
     return None
 
 def read_predictions(path:str|Path, test:str|Path|None=None) -> tuple[list[dict], list[str]]:
     "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found; a repeated id is refused."
-    path = Path(path)
-    if not path.is_file(): raise NumcookError(f"no predictions file {str(path)!r}")
+    path = check_input(path, 'predictions')       # a regular file: a folder, a FIFO or /dev/zero is refused with what it is
     problems, recs, parsed, seen = [], [], [], {}
-    lines = path.read_text(encoding='utf-8', errors='replace').splitlines()
+    lines = path.read_text(encoding='utf-8-sig', errors='replace').splitlines()   # (-sig: a byte-order mark is not part of line 1)
     for i, line in enumerate(lines, 1):
         if not line.strip(): continue
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 import torch
+from ..lm.runtime import with_cache
 
 # %% auto #0
 __all__ = ['DENSE_MASK_IMPLEMENTATIONS', 'Trie', 'build_trie', 'tree_mask', 'verified_nodes', 'tree_forward']
@@ -78,16 +79,16 @@ DENSE_MASK_IMPLEMENTATIONS = ('sdpa', 'eager')  # attention implementations that
 @torch.no_grad()
 def tree_forward(model, # a transformers causal LM
                  trie:Trie, # the trie to feed
-                 past_key_values=None, # the prefilled prompt cache (P tokens), cropped back to P afterwards
+                 cache=None, # the prefilled prompt cache (P tokens), cropped back to P afterwards
                  at:torch.Tensor|list|None=None, # node indices whose logits are wanted; None: all nodes
                  extra:Callable|None=None, # extra(end) -> more forward keyword arguments (a tree kernel's)
                 ) -> torch.Tensor:
-    "Logits [len(at), vocab] of `model` at trie nodes `at`, in one pass reading the prompt from `past_key_values`."
+    "Logits [len(at), vocab] of `model` at trie nodes `at`, in one pass reading the prompt from `cache`."
     dev = next(model.parameters()).device
-    P = past_key_values.get_seq_length() if past_key_values is not None else 0
+    P = cache.get_seq_length() if cache is not None else 0
     end = trie.end_tensor().to(dev)[None]
     kw = dict(input_ids=torch.tensor(trie.tokens, device=dev)[None], position_ids=trie.position_ids(P).to(dev)[None],
-              tree_end=end, use_cache=P > 0, **({'past_key_values': past_key_values} if P else {}))
+              tree_end=end, use_cache=P > 0, **(with_cache(model, cache) if P else {}))
     impl = getattr(model.config, '_attn_implementation', 'sdpa')
     if impl in DENSE_MASK_IMPLEMENTATIONS:
         dt = None if impl == 'sdpa' else next(model.parameters()).dtype  # eager adds the mask to the scores
@@ -96,4 +97,4 @@ def tree_forward(model, # a transformers causal LM
     if at is not None: kw['logits_to_keep'] = torch.as_tensor(at, dtype=torch.long, device=dev)
     try: return model(**kw).logits[0]
     finally:  # drop the nodes' keys and values, keep the prompt's (also after an error inside the model)
-        if P and past_key_values.get_seq_length() > P: past_key_values.crop(P - past_key_values.get_seq_length())
+        if P and cache.get_seq_length() > P: cache.crop(P - cache.get_seq_length())

@@ -15,10 +15,10 @@ from ..core.config import param, to_jsonable
 from ..core.parallel import progress
 from .families import Family, Instance, Prompt, get_family, render
 from .trie import Trie, build_trie, tree_forward, verified_nodes
-from ..lm.runtime import greedy_ids, stop_ids
+from ..lm.runtime import greedy_ids, stop_ids, with_cache
 from ..lm.backends import as_backend, greedy_choice
 from ..lm.evaluation import EvalFolder, RESUME_SAME, chat_protocol, library_versions
-from ..lm.results import upgrade_record
+from ..lm.results import output_counts, upgrade_record
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers import DynamicCache
 
@@ -155,8 +155,8 @@ class PrefixCache:
             self.ids = cand
             if cand:
                 self.cache = DynamicCache()
-                self.v.model(input_ids=torch.tensor([cand], device=self.v.device), past_key_values=self.cache,
-                             use_cache=True, logits_to_keep=1)
+                self.v.model(input_ids=torch.tensor([cand], device=self.v.device), use_cache=True, logits_to_keep=1,
+                             **with_cache(self.v.model, self.cache))
         elif len(cand) < len(self.ids):
             self.ids = cand; self.crop()
         return self.P
@@ -180,7 +180,7 @@ def tf_argmax(v:Verifier, items:list[Item], prefill:bool) -> list[list[int]]:
     ids = torch.tensor([row + [v.pad_id] * (L - len(row)) for row in rows], dtype=torch.long)  # right-padded, one call
     keep = L - min(starts)
     kw = {}
-    if P: kw = dict(past_key_values=v.prefix.batch(B), position_ids=torch.arange(P, P + L, device=v.device)[None].expand(B, -1))
+    if P: kw = dict(**with_cache(v.model, v.prefix.batch(B)), position_ids=torch.arange(P, P + L, device=v.device)[None].expand(B, -1))
     logits = v.model(input_ids=ids.to(v.device), use_cache=bool(P), logits_to_keep=keep, **kw).logits
     am = logits.argmax(-1).tolist()
     off = L - keep
@@ -449,6 +449,7 @@ def summarize(records:list[dict], cfg:ZehConfig, timings:list[dict]=(), limiter_
                 zeh=zeh, zeh_is_lower_bound=lower, limiter=limiter,
                 sampled=bool(cfg.sample), exhaustive=not cfg.sample, sample_per_size=cfg.sample or None,
                 samples=len(records), correct=n_ok, accuracy=n_ok / len(records) if records else None,
+                **output_counts([r for r in records if r.get('how', 'greedy') == 'greedy' or r['how'].endswith('+fallback')]),  # (generated answers)
                 sizes_covered=[min(covered), max(covered)] if covered else None, n_sizes_covered=len(covered),
                 timings=dict(seconds=round(sum(t['seconds'] for t in timings), 4), invocations=list(timings)))
 

@@ -17,7 +17,7 @@ from ..core.errors import NumcookError, did_you_mean
 from ..core.seeds import rng, derive_seed
 from ..core.config import save_config
 from ..core.files import JsonlLog, read_jsonl
-from ..core.parallel import progress
+from ..core.parallel import progress, quiet_worker
 from .analysis import results_frame, write_frequency_json, read_frequency_json, has_carry
 from .families import Instance, Prompt, multiplication, render
 
@@ -271,7 +271,7 @@ def build_zoos(cfg:ZooConfig|None=None, seeds:Iterable[int]=(0, 1, 2), cache_roo
     todo = [c for c in cfgs if not _complete(c, cache_root)]
     if todo and workers > 1 and resolve_backend(cfg) == 'trained':
         jobs = [(c, k, zoo_path(c, cache_root)) for k in reversed(range(len(cfg.hidden))) for c in todo]
-        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context('spawn')) as ex:
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context('spawn'), initializer=quiet_worker) as ex:
             futures = [ex.submit(build_member, *job) for job in jobs]
             for f in progress(as_completed(futures), total=len(futures), desc='zoo members', unit='model'): f.result()
     return [build_zoo(c, cache_root) for c in cfgs]
