@@ -70,7 +70,7 @@ nbtest: $(STAMP)
 
 ## The main job: every papers_repro notebook on its embedded defaults, executed copies in $(RUNS)/<stamp>/.
 repro: $(STAMP)
-	$(BIN)/numcook repro --runs $(RUNS)
+	$(BIN)/numcook repro --runs $(RUNS) --jobs 2
 
 ## The docs site in _docs/: Sphinx + MyST-NB execute every notebook of nbs/ (outputs cached in _proc/, keyed on the
 ## notebook's code and the numcook modules it imports) and add the reproduction gallery from figures/.

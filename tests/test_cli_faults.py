@@ -471,6 +471,24 @@ def test_repro_resumes_only_the_same_run(toy_checkout, capsys):
     assert ran == [('a_fig', {'dpi': 50}), ('b_fig', {'dpi': 50})]
 
 
+def test_repro_runs_notebooks_in_parallel_lanes(toy_checkout, monkeypatch, capsys):
+    "--jobs 2: both notebooks run at once (each waits for the other to have started), each logged once; a failure is reported by name."
+    import threading, numcook.app.repro as R
+    root, ran = toy_checkout
+    started, both = [], threading.Barrier(2, timeout=30)
+    def fake_run(nb, run_dir, params=None, log_output=False):
+        started.append(Path(nb).stem); both.wait()                  # deadlocks (and times out) unless the two run side by side
+        if Path(nb).stem == 'b_fig': raise RuntimeError('a cell failed\nValueError: b broke')
+        return {'notebook': Path(nb).name, 'seconds': 0.0, 'params': dict(params or {})}
+    monkeypatch.setattr(R, 'run_notebook', fake_run)
+    assert main(['repro', '--runs', 'runs', '--jobs', '2']) == 2
+    assert '1 notebook(s) failed: b_fig.ipynb' in capsys.readouterr().err
+    recs = [json.loads(l) for l in next((root / 'runs').iterdir()).joinpath('status.jsonl').read_text().splitlines()]
+    assert sorted(started) == ['a_fig', 'b_fig'] and sorted((r['notebook'], r['status']) for r in recs) == [('a_fig.ipynb', 'ok'), ('b_fig.ipynb', 'failed')]
+    assert [r['error'] for r in recs if r['status'] == 'failed'] == ['ValueError: b broke']
+    refused(capsys, ['repro', '--jobs', '0'], 'jobs', root)
+
+
 def test_repro_refuses_a_garbage_status_untouched(toy_checkout, capsys):
     "A resume whose status.jsonl is not a run's log is refused and the file is left byte for byte."
     root, ran = toy_checkout

@@ -5,6 +5,7 @@
 # %% ../../nbs/app/91_repro.ipynb #8472ef64
 from __future__ import annotations
 import datetime, json, re, time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from ..core.errors import NumcookError, did_you_mean
@@ -121,8 +122,9 @@ def check_resume(run_dir:Path, params:dict):
                                 f"or start a new run (leave out --resume)")
 
 def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=None, resume:str|Path|None=None,
-            root:str|Path|None=None) -> Path:
-    "Run the reproduction notebooks (all, or `only` these stems) into a fresh or resumed run folder."
+            root:str|Path|None=None, jobs:int=1) -> Path:
+    "Run the reproduction notebooks (all, or `only` these stems; `jobs` at a time) into a fresh or resumed run folder."
+    if not isinstance(jobs, int) or jobs < 1: raise NumcookError(f"jobs must be a whole number of at least 1, got {jobs!r}")
     root = repo_root(root)
     nbs = {nb.stem: nb for nb in list_notebooks(root)}
     only = list(dict.fromkeys(only or []))      # a notebook named twice runs once
@@ -146,24 +148,30 @@ def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=Non
         save_config({'_class': 'ReproRun', 'params': params or {}}, run_dir / 'run.json')
         # one record per attempt: (notebook, status, time) keys never collide, so failures are kept beside later successes
         with JsonlLog(run_dir / 'status.jsonl', key=lambda r: (r['notebook'], r['status'], r['finished'])) as log:
-            failed = _run(todo, run_dir, params, log)
+            failed = _run(todo, run_dir, params, log, jobs)
     write_index(root)
     if failed: raise NumcookError(f"{len(failed)} notebook(s) failed: {', '.join(failed)}; executed copies in {run_dir}")
     return run_dir
 
-def _run(todo:list[Path], run_dir:Path, params:dict|None, log:JsonlLog) -> list[str]:
-    "Run the notebooks of `todo` not yet done in `log` into `run_dir`, each one's outcome appended to `log`; the names of those that failed."
-    failed, done_ok = [], {r['notebook'] for r in log.records if r['status'] == 'ok'}
-    bar = progress(todo, desc='papers_repro', unit='nb')
-    for nb in bar:
-        if nb.name in done_ok: continue
-        bar.set_postfix_str(nb.stem)
-        try: rec = {**run_notebook(nb, run_dir, params), 'status': 'ok'}
-        except Exception as e:
-            msg = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
-            rec = {'notebook': nb.name, 'status': 'failed', 'error': msg}
-            failed.append(nb.name)
-        log.append({**rec, 'finished': datetime.datetime.now(datetime.timezone.utc).isoformat()})
+def _attempt(nb:Path, run_dir:Path, params:dict|None) -> dict:
+    "Run one notebook; its status record (ok, with seconds and parameters, or failed, with the error's last line)."
+    try: rec = {**run_notebook(nb, run_dir, params), 'status': 'ok'}
+    except Exception as e:
+        msg = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
+        rec = {'notebook': nb.name, 'status': 'failed', 'error': msg}
+    return {**rec, 'finished': datetime.datetime.now(datetime.timezone.utc).isoformat()}
+
+def _run(todo:list[Path], run_dir:Path, params:dict|None, log:JsonlLog, jobs:int=1) -> list[str]:
+    "Run the notebooks of `todo` not yet done in `log` into `run_dir`, `jobs` at a time, each outcome appended to `log` as it comes; the names of those that failed."
+    done_ok = {r['notebook'] for r in log.records if r['status'] == 'ok'}
+    left = [nb for nb in todo if nb.name not in done_ok]
+    bar = progress(total=len(todo), initial=len(todo) - len(left), desc='papers_repro', unit='nb')
+    failed = []
+    with ThreadPoolExecutor(jobs) as pool:     # each notebook runs in its own kernel process: threads only wait on them
+        for f in as_completed([pool.submit(_attempt, nb, run_dir, params) for nb in left]):
+            rec = f.result(); log.append(rec); bar.update(1); bar.set_postfix_str(rec['notebook'])
+            if rec['status'] == 'failed': failed.append(rec['notebook'])
+    bar.close()
     return failed
 
 # %% ../../nbs/app/91_repro.ipynb #7985f12e
@@ -179,6 +187,7 @@ class ReproCommand:
     runs: str = 'runs'                           # folder for run folders
     only: list[str]|None = param(None, many=True)  # notebook names (stems) to run; default all
     resume: str|None = None                      # a crashed run's folder, to resume skipping notebooks already done
+    jobs: int = param(1, lo=1)                   # notebooks run at a time (each in its own kernel); results do not depend on it, timings do
     list: bool = param(False, negative='')       # list the notebooks and exit
     param: list[str] = param(default_factory=lambda: [], flag='-p', aliases=('--param',), many='append')  # NAME=VALUE: override a parameter in every notebook that declares it (VALUE parsed as JSON if it can be)
 
@@ -187,6 +196,6 @@ def repro_command(a:ReproCommand) -> int:
     if a.list:
         for nb in list_notebooks(): print(f'{nb.stem:<40}{notebook_title(nb)}')
         return 0
-    run_dir = run_all(a.runs, a.only, dict(_kv(s) for s in a.param), a.resume)
+    run_dir = run_all(a.runs, a.only, dict(_kv(s) for s in a.param), a.resume, jobs=a.jobs)
     print(f'executed notebooks in {run_dir}; gallery index in figures/INDEX.md')
     return 0

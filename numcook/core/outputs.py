@@ -15,7 +15,7 @@ from .config import read_config, config_dict, check_resume, has_results, sidecar
 
 # %% auto #0
 __all__ = ['check_record', 'output_complete', 'read_records', 'check_not_input', 'OutputLock', 'check_output_path', 'OutputGuard',
-           'build_once']
+           'waiting_lock', 'build_once']
 
 # %% ../../nbs/core/04_outputs.ipynb #f05bf03a
 _TYPE_NAMES = {str: 'a string', int: 'an integer', float: 'a number', bool: 'true or false', list: 'a list',
@@ -205,6 +205,15 @@ class OutputGuard:
         else: self._undo()
 
 # %% ../../nbs/core/04_outputs.ipynb #623d3506
+def waiting_lock(path:str|Path, wait_s:float=3600) -> OutputLock:
+    "The `OutputLock` of `path`, taken as soon as another process lets go of it (a one-line error after `wait_s` seconds)."
+    lock, t0 = OutputLock(path), time.monotonic()
+    while True:
+        try: return lock.acquire()
+        except NumcookError:
+            if time.monotonic() - t0 > wait_s: raise
+            time.sleep(0.5)
+
 def build_once(path:str|Path, # the folder to make
                ready:Callable[[], bool], # whether a complete `path` is already there
                build:Callable[[Path], None], # fills a fresh folder (renamed to `path` when it returns)
@@ -214,12 +223,7 @@ def build_once(path:str|Path, # the folder to make
     path = Path(path)
     if ready(): return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock, t0 = OutputLock(path), time.monotonic()
-    while True:
-        try: lock.acquire(); break
-        except NumcookError:
-            if time.monotonic() - t0 > wait_s: raise
-            time.sleep(0.5)
+    lock = waiting_lock(path, wait_s)
     try:
         if ready(): return False                    # made by the process we waited for
         tmp = path.with_name(path.name + '.tmp')

@@ -8,7 +8,8 @@ import importlib, pkgutil
 from pathlib import Path
 from typing import Sequence
 import numcook
-from ..core.errors import NumcookError, Registry, warn
+from ..core.errors import NumcookError, Registry
+from ..core.outputs import waiting_lock, warn
 from .evaluation import (EvalSettings, EvalFolder, Loaded, chat_protocol, check_settings, eval_config,
                                    generate_and_score, load_eval_model)
 from .results import concat_once, output_counts, read_result_records, record_benchmark, result_record, results_source
@@ -179,5 +180,8 @@ def cached_eval(name:str, # a registered benchmark ('nupa', 'zeh', 'gsm')
     digest = hashlib.sha256(json.dumps({'benchmark': name, 'version': b.version, **key}, sort_keys=True, default=str).encode()).hexdigest()[:10]
     slug = ''.join(c if c.isalnum() or c in '-_.' else '-' for c in Path(str(settings.model)).name)[:60]
     out = Path(cache) / f'{name}-{slug}-{digest}'
-    b.evaluate(dataclasses.replace(settings, out=str(out), yes=True))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = waiting_lock(out.with_name(out.name + '.queue'))   # another notebook evaluating the same: wait for it, then read its folder
+    try: b.evaluate(dataclasses.replace(settings, out=str(out), yes=True))
+    finally: lock.release()
     return out
