@@ -18,6 +18,7 @@ from ..core.seeds import rng, derive_seed
 from ..core.config import save_config
 from ..core.files import JsonlLog, read_jsonl
 from ..core.parallel import progress, quiet_worker
+from ..core.outputs import waiting_lock
 from .analysis import results_frame, write_frequency_json, read_frequency_json, has_carry
 from .families import Instance, Prompt, multiplication, render
 
@@ -268,6 +269,12 @@ def build_zoos(cfg:ZooConfig|None=None, seeds:Iterable[int]=(0, 1, 2), cache_roo
     cfgs = [dataclasses.replace(cfg, seed=int(s)) for s in seeds]
     if not cfgs: raise NumcookError("build_zoos needs at least one seed")
     if len({c.seed for c in cfgs}) < len(cfgs): raise NumcookError(f"seeds repeat: {list(seeds)}")
+    Path(cache_root).mkdir(parents=True, exist_ok=True)
+    lock = waiting_lock(Path(cache_root) / 'building')   # two notebooks building the same zoo at once: one builds, the other reads
+    try: return _build_zoos(cfg, cfgs, cache_root, workers)
+    finally: lock.release()
+
+def _build_zoos(cfg:ZooConfig, cfgs:list, cache_root, workers:int) -> list[Zoo]:
     todo = [c for c in cfgs if not _complete(c, cache_root)]
     if todo and workers > 1 and resolve_backend(cfg) == 'trained':
         jobs = [(c, k, zoo_path(c, cache_root)) for k in reversed(range(len(cfg.hidden))) for c in todo]
