@@ -1,6 +1,6 @@
 # Sphinx configuration of the numcook docs site. `make docs` (scripts/build_docs.py) stages the notebooks into
 # _proc/ and runs `sphinx-build -c docs _proc _docs`; MyST-NB executes each notebook and caches its outputs.
-import configparser
+import configparser, functools
 from pathlib import Path
 
 _ini = configparser.ConfigParser()
@@ -44,6 +44,15 @@ html_show_sourcelink = False
 # MathJax from the sphinx-mathjax-offline package, copied into _static/ (the pages need no network). Its copy step is
 # registered here rather than as an extension, which Sphinx would take as unsafe for parallel reading.
 mathjax_path = "mathjax/tex-chtml.js"
+
+
+# Kernels talk to this process over Unix sockets, not TCP: a kernel on this machine needs no network port, and
+# ipykernel warns about every unencrypted TCP one ("Kernel is running over TCP without encryption"). MyST-NB executes
+# through jupyter-cache, which hands its keywords to nbclient but takes none from MyST-NB: the kernel manager class
+# is given where jupyter-cache calls nbclient.
+import jupyter_cache.executors.utils as _jcu
+from numcook.app.repro import local_kernel_manager
+_jcu.executenb = functools.partial(_jcu.executenb, kernel_manager_class=local_kernel_manager())
 
 
 def setup(app):
