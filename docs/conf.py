@@ -1,6 +1,6 @@
 # Sphinx configuration of the numcook docs site. `make docs` (scripts/build_docs.py) stages the notebooks into
 # _proc/ and runs `sphinx-build -c docs _proc _docs`; MyST-NB executes each notebook and caches its outputs.
-import configparser
+import configparser, functools, time
 from pathlib import Path
 
 _ini = configparser.ConfigParser()
@@ -46,7 +46,34 @@ html_show_sourcelink = False
 mathjax_path = "mathjax/tex-chtml.js"
 
 
+# Kernels talk to this process over Unix sockets, not TCP: a kernel on this machine needs no network port, and
+# ipykernel warns about every unencrypted TCP one ("Kernel is running over TCP without encryption"). MyST-NB executes
+# through jupyter-cache, which hands its keywords to nbclient but takes none from MyST-NB: the kernel manager class
+# is given where jupyter-cache calls nbclient.
+import jupyter_cache.executors.utils as _jcu
+from numcook.app.repro import local_kernel_manager
+_jcu.executenb = functools.partial(_jcu.executenb, kernel_manager_class=local_kernel_manager())
+
+_STARTED = time.time()  # before Sphinx forks its readers: a cache record older than this was not made by this build
+
+
+def executed(app, doctree):
+    """After a notebook is read: say on stdout, at once, whether it ran or came from the cache (Sphinx's own log
+    holds a parallel reader's messages until its whole batch is read); drop the cells with nothing left to show
+    (a check's code is removed, and a check prints nothing)."""
+    from docutils import nodes
+    from myst_nb.sphinx_ import NbMetadataCollector
+    for cell in list(doctree.findall(nodes.container)):
+        if cell.get("nb_element") == "cell_code" and not cell.children: cell.parent.remove(cell)
+    data = NbMetadataCollector.get_exec_data(app.env, app.env.docname)
+    if not data: return  # not a notebook
+    how = ("failed" if not data["succeeded"] else f"executed in {data['runtime'] or 0:.0f} s" if data["mtime"] >= _STARTED
+           else "from the cache")
+    print(f"[numcook-docs] {app.env.docname}: {how}", flush=True)
+
+
 def setup(app):
     from importlib import import_module
     app.connect("build-finished", import_module("sphinx-mathjax-offline").copy_mathjax_files)
+    app.connect("doctree-read", executed)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -272,9 +272,24 @@ def _main(argv:list[str]) -> int:
     return int(rc or 0)
 
 # %% ../nbs/app/90_cli.ipynb #9e2743cb
-def shell(line:str) -> int:
-    "Run a `numcook ...` command line as a shell would (split like `sh`), in this process: print it after a `$`, then what it prints; its exit status."
+def _shell_text(argv:list[str], width:int=76) -> str:
+    "`argv` as a command line a shell accepts, quoted where needed and wrapped before an option once a line would pass `width` (each line but the last ends in `\\`)."
+    words = []  # the command and its positional arguments, then each option with its values
+    for a in map(shlex.quote, argv):
+        if words and not a.startswith('-'): words[-1] += f' {a}'
+        else: words.append(a)
+    lines = [words[0]]
+    for w in words[1:]:
+        if len(lines[-1]) + 1 + len(w) > width: lines.append(f'    {w}')
+        else: lines[-1] += f' {w}'
+    return ' \\\n'.join(lines)
+
+def shell(line:str, status:int=0):
+    "Run a `numcook ...` command line as a shell would (split like `sh`), in this process: print it after a `$`, wrapped as a shell accepts it, then what it prints; raise unless it exits with `status`."
     argv = shlex.split(line)
     if argv[:1] != ['numcook']: raise NumcookError(f"a numcook command line starts with 'numcook', got {line!r}")
-    print(f'$ {line}', flush=True)
-    with contextlib.redirect_stderr(sys.stdout): return main(argv[1:])
+    print(f'$ {_shell_text(argv)}', flush=True)
+    with contextlib.redirect_stderr(sys.stdout):
+        try: code = main(argv[1:])
+        except SystemExit as e: code = e.code if isinstance(e.code, int) else int(e.code is not None)  # --help, a flag argparse refused
+    if code != status: raise NumcookError(f"{line!r} exited with status {code}, not {status}")

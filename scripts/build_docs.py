@@ -19,6 +19,7 @@ Why Sphinx + MyST-NB: measured against MkDocs + mkdocs-jupyter (+ mkdocstrings) 
 "Notebooks and docs" section of nbs/index.ipynb."""
 from __future__ import annotations
 import argparse, ast, csv, hashlib, io, json, os, posixpath, re, shutil, subprocess, sys, textwrap, time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +36,9 @@ LAYERS = {  # the package's layers and papers, as the API page groups them: (fol
     "app": ("Application", "the command line, the reproduction runner, the gallery, exports for other tools")}
 HIDE = {"hide", "export", "exporti", "default_exp"}  # nbdev directives of cells that run but are not shown
 CSV_ROWS = 25  # rows of a gallery table shown on its page (the download link has them all)
+PAPER_OF = {"cookbook": "nupa", "nupa": "nupa", "zeh": "zeh", "gsm": "gsm"}  # a papers_repro notebook's paper (a LAYERS key), by its name's first word
+VERDICTS = {"yes": "yes", "no": "no", "not tested at this scale": "not tested"}  # claims.csv's `supported`, as the overview says it
+THIS_RUN, CHECKS = "this run", ("released data", "printed tables")  # claims.csv's `evidence_from`: a reproduction, or a consistency check
 
 
 class BuildError(Exception):
@@ -72,15 +76,66 @@ def code_key(code: str, where: str = "the notebook") -> str:
     return hashlib.sha256(b"".join(m.encode() + (pkg / m).read_bytes() for m in sorted(mods))).hexdigest()[:16]
 
 
+def statements(source: str) -> list:
+    "The top-level statements of a code cell, or [] when it is not plain Python (a `%magic`, a `!command`)."
+    try: return ast.parse(source).body
+    except SyntaxError: return []
+
+
+def calls_to(s: ast.stmt, test) -> bool:
+    "Whether statement `s` is a call `name(...)` with `test(name)` true (its value dropped: the cell prints, it returns nothing to show)."
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and test(s.value.func.id)
+
+
+def is_check(s: ast.stmt) -> bool:
+    "An `assert`, a call of a `test_*` function (fastcore.test's test_eq, test_fail, ...), or a loop of them."
+    if isinstance(s, ast.Assert) or calls_to(s, lambda name: name.startswith("test_")): return True
+    return isinstance(s, (ast.For, ast.With)) and all(map(is_check, s.body)) and not getattr(s, "orelse", None)
+
+
+def is_scratch(s: ast.stmt) -> bool:
+    "An assignment to private names only (`_r = ...`, `_q, _k = ...`): a check's scratch, which no later example reads."
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target] if isinstance(s, (ast.AnnAssign, ast.AugAssign)) else []
+    return bool(targets) and all(isinstance(n, ast.Name) and n.id.startswith("_") or isinstance(n, (ast.Tuple, ast.List, ast.Store))
+                                 for t in targets for n in ast.walk(t))
+
+
+def only_checks(source: str) -> bool:
+    "A cell made only of checks (and their private scratch): it runs, the page shows only what it prints (usually nothing), not the asserting code."
+    body = statements(source)
+    return any(map(is_check, body)) and all(is_check(s) or is_scratch(s) for s in body)
+
+
+def only_shell(source: str) -> bool:
+    "A cell made only of `shell('numcook ...')` calls (numcook.cli.shell): the page shows it as the shell session it prints."
+    body = statements(source)
+    return bool(body) and all(calls_to(s, lambda name: name == "shell") for s in body)
+
+
+def is_solution(d: dict) -> bool:
+    "A folded cell labelled as an exercise's solution (`#| code-summary: \"Solution\"`): its output is the answer, folded with it."
+    return "code-fold:" in d and "solution" in " ".join(d.get("code-summary:", [])).lower()
+
+
 def tags_for(d: dict, source: str) -> set:
-    "MyST-NB tags for a code cell's nbdev directives `d`."
+    "MyST-NB tags for a code cell's nbdev directives `d` (and, for checks and shell sessions, its `source`)."
     tags = set()
     if HIDE & d.keys() or d.get("include:") == ["false"]: tags.add("remove-cell")
-    if d.get("echo:") == ["false"] or source.startswith("show_doc("): tags.add("remove-input")
+    if d.get("echo:") == ["false"] or source.startswith("show_doc(") or only_checks(source) or only_shell(source): tags.add("remove-input")
     if d.get("output:") == ["false"]: tags.add("remove-output")
-    if "exports" in d or "code-fold:" in d: tags.add("hide-input")
+    if is_solution(d): tags.add("hide-cell")
+    elif "exports" in d or "code-fold:" in d: tags.add("hide-input")
     if d.get("eval:") == ["false"] or "gpu" in d: tags.add("skip-execution")
     return tags
+
+
+def mystnb_for(d: dict, source: str) -> dict:
+    "MyST-NB cell options: the labels of a folded cell (\"Show solution\"), the console look of a shell session's output."
+    opts = {}
+    if summary := " ".join(d.get("code-summary:", [])).strip("\"'"):
+        opts.update(code_prompt_show=f"Show {summary.lower()}", code_prompt_hide=f"Hide {summary.lower()}")
+    if only_shell(source): opts["text_lexer"] = "console"  # `$ numcook ...` as a prompt and a command, then its output
+    return opts
 
 
 # The first (hidden) cell of every staged notebook (after `_MOD = <its default_exp>`): nbdev's show_doc without the
@@ -97,6 +152,18 @@ class _ShowDoc(BasicMarkdownRenderer):
         link = f'[source]({src}){{target="_blank"}}\\n\\n' if src else ''
         return link + '#' * self.title_level + f' {self.nm}\\n\\n' + super(BasicMarkdownRenderer, self)._repr_markdown_()
 def show_doc(sym, renderer=_ShowDoc, **kw): return _show_doc(sym, renderer=renderer, **kw)
+"""
+# ... and pandas tables are shown whole on the page, whatever a notebook set for its own display: every column, every
+# cell's full text, headers aligned as their cells are; a table whose cells are all short is marked `nowrap`, so that
+# its rows stay one line each and it scrolls sideways (docs/_static/numcook.css) rather than wrapping over screens.
+PANDAS = """import pandas as _pd
+def _whole_html(df, short=200):
+    with _pd.option_context('display.max_colwidth', None, 'display.max_columns', None, 'display.colheader_justify', 'left'):
+        html = df._repr_html_()
+    if html and max((len(str(v)) for v in [*df.columns, *df.head(100).to_numpy().ravel()]), default=0) <= short:
+        html = html.replace('class="dataframe"', 'class="dataframe nowrap"', 1)
+    return html
+get_ipython().display_formatter.formatters['text/html'].for_type(_pd.DataFrame, _whole_html)
 """
 
 
@@ -120,11 +187,10 @@ def stage_notebook(src: Path, link: "Callable[[str], str]") -> str:
             c.source = re.sub(r"\]\(([^)\s#:]+\.(?:ipynb|html))(#[^)]*)?\)", lambda m: f"]({link(m.group(1))}{m.group(2) or ''})", c.source)
         if c.cell_type != "code": continue
         c.metadata["tags"] = sorted(set(c.metadata.get("tags", [])) | tags_for(d, c.source))
-        if summary := " ".join(d.get("code-summary:", [])).strip("\"'"):  # the label of a folded cell ("Solution")
-            c.metadata["mystnb"] = {"code_prompt_show": f"Show {summary.lower()}", "code_prompt_hide": f"Hide {summary.lower()}"}
+        if opts := mystnb_for(d, c.source): c.metadata["mystnb"] = opts
         c.source = "\n".join(l for l in c.source.split("\n") if not l.startswith("#|")).strip("\n")
     key = code_key("\n".join(c.source for c in cells if c.cell_type == "code"), rel(src))
-    key = mk_cell(f"_MOD = {mod!r}\n{SHOW_DOC}# numcook code key {key}",
+    key = mk_cell(f"_MOD = {mod!r}\n{SHOW_DOC}{PANDAS}# numcook code key {key}",
                   metadata={"tags": ["remove-cell"]})
     nb.cells = [key] + cells
     nb.metadata["numcook_source"] = str(src)  # so that a failing cell is reported against its notebook in nbs/
@@ -145,6 +211,13 @@ def csv_block(path: Path, staged: Path, name: str, copy: Path, written: set) -> 
             f"{note}{{download}}`Download {name} <{os.path.relpath(path, staged)}>`\n")
 
 
+def figure(image: Path, out: Path, staged: Path) -> str:
+    "A gallery figure: as wide as the page allows (the theme's full-width container), linked to the image at full size."
+    # `:width:` makes Sphinx link the image to its full-size copy; the stylesheet keeps a small image at its own size
+    return (f"````{{container}} full-width gallery-figure\n```{{figure}} {os.path.relpath(image, staged.parent)}\n"
+            f":alt: {image.stem}\n:width: 100%\n\n`{image.relative_to(out).as_posix()}`\n```\n````\n")
+
+
 def gallery_page(nb_path: Path, figures: Path, staged: Path, written: set) -> str:
     "Markdown of the gallery page of a papers_repro notebook: command, figures, claims, tables, config."
     stem = nb_path.stem
@@ -159,8 +232,7 @@ def gallery_page(nb_path: Path, figures: Path, staged: Path, written: set) -> st
     if not files: md.append(f"```{{note}}\nNo outputs in `figures/{stem}/` yet: run `numcook repro --only {stem}`.\n```\n")
     images = [p for p in files if p.suffix.lower() in (".png", ".svg", ".jpg", ".jpeg", ".gif")]
     tables = sorted((p for p in files if p.suffix == ".csv"), key=lambda p: p.name != "claims.csv")
-    if images: md += ["## Figures\n"] + [f"```{{figure}} {os.path.relpath(p, staged.parent)}\n:alt: {p.stem}\n\n"
-                                         f"`{p.relative_to(out).as_posix()}`\n```\n" for p in images]
+    if images: md += ["## Figures\n", "Click a figure to open it at full size.\n"] + [figure(p, out, staged) for p in images]
     for p in tables:
         name = p.relative_to(out).as_posix()
         md.append("## Claims: the paper's evidence and this run's\n" if p.name == "claims.csv" else f"## {name}\n")
@@ -168,6 +240,73 @@ def gallery_page(nb_path: Path, figures: Path, staged: Path, written: set) -> st
     for p in (p for p in files if p.suffix == ".json"):
         md.append(f"## {p.relative_to(out).as_posix()}\n\n```{{literalinclude}} {os.path.relpath(p, staged.parent)}\n:language: json\n```\n")
     return "\n".join(md)
+
+
+def read_claims(path: Path) -> list[dict]:
+    "The rows of a claims.csv; `evidence_from` is '' where the file has no such column (written before it existed)."
+    with open(path, newline="", encoding="utf-8") as f:
+        return [{**r, "evidence_from": (r.get("evidence_from") or "").strip()} for r in csv.DictReader(f)]
+
+
+def tally(claims: list) -> str:
+    "'3 yes, 1 no, 2 not tested' (verdicts with no claims left out), or 'none'."
+    n = Counter(VERDICTS.get(c["supported"], c["supported"]) for c in claims)
+    return ", ".join(f"{n[v]} {v}" for v in [*VERDICTS.values(), *sorted(set(n) - set(VERDICTS.values()))] if n[v]) or "none"
+
+
+def md_text(s: str) -> str:
+    "Plain text as Markdown text: punctuation escaped (a claim's `|`, `$`, `*` stay characters), lines joined."
+    return re.sub(r"([\\`*_{}\[\]<>|$~])", r"\\\1", " ".join(str(s).split()))
+
+
+def short_title(title: str) -> str:
+    "A gallery page's title without its paper's name and subtitle ('Number Cookbook Figure 4: ...' -> 'Figure 4')."
+    t = re.sub(r"^(Number Cookbook|GSM-Infinite|ZEH paper)[,:]?\s*", "", title)
+    return t.split(": ")[0].strip() or title
+
+
+def claims_overview(entries: list) -> list:
+    "Markdown of the gallery index's overview: per paper, its claims' verdicts, this run's apart from consistency checks."
+    papers = {}
+    for e in entries: papers.setdefault(e["paper"], []).append(e)
+    claims = lambda es, test: [c for e in es for c in e["claims"] if test(c["evidence_from"])]
+    groups = [("Reproduced in this run", lambda f: f == THIS_RUN),
+              ("Checked against released data or printed tables", lambda f: f in CHECKS),
+              ("Source not stated", lambda f: f != THIS_RUN and f not in CHECKS)]
+    shown = [g for g in groups if claims(entries, g[1]) or g[0] != "Source not stated"]
+    md = ["## Claims at a glance\n",
+          "Each reproduction notebook states the paper's claims it can test and gives each a verdict: **yes**, **no** or "
+          "**not tested** (at this scale). Only a claim whose evidence comes from *this run* is a reproduction: the notebook "
+          "ran the experiment itself (on a laptop CPU, with tiny models where the paper used large ones). A claim checked "
+          "against the authors' *released data* or the paper's *printed tables* is a consistency check: the published "
+          "numbers agree with the raw results or with each other, but nothing was run again. The two are counted apart.\n",
+          "| Paper | " + " | ".join(g[0] for g in shown) + " |", "|---" * (len(shown) + 1) + "|"]
+    for key, es in papers.items():
+        title = paper_title(key)
+        md.append(f"| [{title}](#{slug(title)}) | " + " | ".join(tally(claims(es, g[1])) for g in shown) + " |")
+    md.append("")
+    for key, es in papers.items():
+        md += [f"## {paper_title(key)}\n",
+               "; ".join(f"{g[0]}: {tally(claims(es, g[1]))}" for g in shown) + ".\n"]
+        rows = [(c, e) for g in groups for e in es for c in e["claims"] if g[1](c["evidence_from"])]
+        if rows:
+            md += ["| Verdict | Claim | Evidence from | Figure |", "|---|---|---|---|"]
+            for c, e in rows:
+                v = VERDICTS.get(c["supported"], c["supported"])
+                md.append(f"| [{v}]{{.verdict .verdict-{v.replace(' ', '-')}}} | {md_text(c['claim'])} | "
+                          f"{md_text(c['evidence_from'] or 'not stated')} | [{md_text(e['label'])}]({e['link']}) |")
+            md.append("")
+        md += ["Pages:\n"] + [f"- [{md_text(e['title'])}](gallery/{e['stem']}.md): `numcook repro --only {e['stem']}`"
+                                + ("" if e["claims"] else " (no claims table)") for e in es] + [""]
+    return md
+
+
+def paper_title(key: str) -> str: return LAYERS[key][0] if key in LAYERS else "Other reproductions"
+
+
+def slug(title: str) -> str:
+    "The anchor MyST gives a heading (`myst_heading_anchors`): lower case, punctuation dropped, spaces as hyphens."
+    return re.sub(r"\s+", "-", re.sub(r"[^\w\s-]", "", title.lower()).strip())
 
 
 def write_if_changed(path: Path, text: str, written: set):
@@ -187,7 +326,7 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
     "Write the Sphinx sources into `proc`; remove staged files whose source is gone; return a summary."
     notebooks = sorted(p for p in nbs.rglob("*.ipynb") if not any(s.startswith((".", "_")) for s in p.relative_to(nbs).parts))
     names = {nb: page_name(nb, nbs) for nb in notebooks}
-    specials = {"api", "gallery", "reading-group"} | {f"gallery/{p.stem}" for p in repro.glob("[!_.]*.ipynb")}
+    specials = {"api", "gallery", "reading-group", "howto"} | {f"gallery/{p.stem}" for p in repro.glob("[!_.]*.ipynb")}
     seen = {}
     for nb, name in names.items():
         if name in seen or name in specials:
@@ -217,11 +356,12 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
     for nb, name in names.items():
         text = stage_notebook(nb, linker(nb))
         if name == "index":
-            cell = {"cell_type": "markdown", "id": "site-toc", "metadata": {}, "source": toctree(["reading-group", "api", "gallery"], hidden=True)}
+            cell = {"cell_type": "markdown", "id": "site-toc", "metadata": {}, "source": toctree(["reading-group", "howto", "api", "gallery"], hidden=True)}
             d = json.loads(text); d["cells"].append(cell); text = json.dumps(d, indent=1)
         write_if_changed(proc / f"{name}.ipynb", text, written)
         pages[name] = (nb, *h1_summary(json.loads(nb.read_text())["cells"]))
-    modules = [n for n, (nb, *_) in pages.items() if n != "index" and not n.startswith("tutorials/") and "default_exp" in nb.read_text()]
+    guides = sorted(n for n in pages if n.startswith("howto/"))
+    modules = [n for n, (nb, *_) in pages.items() if n != "index" and not n.startswith(("tutorials/", "howto/")) and "default_exp" in nb.read_text()]
     api = ["# API reference\n", "One page per module of the `numcook` package, grouped as the package is: the shared layers, one "
            "package per paper, and the application on top (nothing imports a layer above its own). Each page says what the "
            "module is for, shows examples, and lists every exported function and class with its signature and docstring.\n"]
@@ -231,9 +371,14 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
                          [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in group] + ["", toctree(group, hidden=True)]
     flat = [n for n in modules if n.split("/")[0] not in LAYERS]
     if flat: api += ["## Modules\n"] + [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in flat] + ["", toctree(flat, hidden=True)]
-    others = [n for n in pages if n != "index" and n not in modules and not n.startswith("tutorials/")]
+    others = [n for n in pages if n != "index" and n not in modules and n not in guides and not n.startswith("tutorials/")]
     if others: api += ["## More\n"] + [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in others] + ["", toctree(others, hidden=True)]
     write_if_changed(proc / "api.md", "\n".join(api), written)
+    howto = ["# How-to guides\n", "> Recipes for a task you already have in mind, as the shell commands you type and what they print.\n",
+             "Each guide is a notebook in `nbs/howto/`: its commands run when the site is built, so the output shown is the "
+             "output you get.\n"]
+    howto += [f"- [{pages[n][1]}]({n}.ipynb): {pages[n][2]}" for n in guides] or ["No guides yet."]
+    write_if_changed(proc / "howto.md", "\n".join(howto + ["", toctree(guides, hidden=True) if guides else ""]), written)
     tutorials = [n for n in pages if n.startswith("tutorials/")]
     order = [f"tutorials/{s}" for s, _ in READING_GROUP]
     rg = ["# Reading-group path\n", "> One tutorial per paper: each walks a group through its key idea with numcook in "
@@ -251,12 +396,18 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
            "copies go to `runs/`); `numcook repro --only NAME` runs one and `numcook repro -p name=value` scales a "
            "parameter up. Each page shows the paper's claims beside this run's evidence where the notebook writes "
            "`claims.csv`, and every CSV table it wrote.\n"]
-    stems = []
+    stems, entries = [], []
     for p in sorted(repro.glob("[!_.]*.ipynb")):
         write_if_changed(proc / "gallery" / f"{p.stem}.md", gallery_page(p, figures, proc / "gallery" / f"{p.stem}.md", written), written)
         stems.append(f"gallery/{p.stem}")
-        gal.append(f"- [{p.stem}](gallery/{p.stem}.md): `numcook repro --only {p.stem}`")
-    if not stems: gal.append("No reproduction notebooks yet.")
+        title = h1_summary(json.loads(p.read_text())["cells"])[0] or p.stem
+        images = [f for f in (figures / p.stem).glob("*") if f.suffix.lower() in (".png", ".svg", ".jpg", ".jpeg", ".gif")]
+        claims = figures / p.stem / "claims.csv"
+        entries.append({"stem": p.stem, "title": title, "label": short_title(title), "paper": PAPER_OF.get(p.stem.split("_")[0], "other"),
+                        "link": f"gallery/{p.stem}.md" + ("#figures" if images else ""),
+                        "claims": read_claims(claims) if claims.is_file() else []})
+    entries.sort(key=lambda e: list(LAYERS).index(e["paper"]) if e["paper"] in LAYERS else len(LAYERS))
+    gal += claims_overview(entries) if entries else ["No reproduction notebooks yet."]
     gal += ["", toctree(stems, hidden=True) if stems else ""]
     write_if_changed(proc / "gallery.md", "\n".join(gal), written)
     for f in [f for f in proc.rglob("*") if f.is_file() and not any(s.startswith(".") for s in f.relative_to(proc).parts)]:
@@ -303,6 +454,18 @@ def failure(log: str, proc: Path) -> str:
     return line[:400]
 
 
+def sphinx(cmd: list, env: dict) -> tuple[int, str]:
+    "Run Sphinx; echo docs/conf.py's line per notebook read (executed, or from the cache) as it comes; (exit status, log)."
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, n = [], 0
+    for line in p.stdout:
+        lines.append(line)
+        if m := re.match(r"\[numcook-docs\] (.+)", line):
+            n += 1
+            print(f"docs: [{n}] {m.group(1)}", flush=True)
+    return p.wait(), "".join(lines)
+
+
 def build(out: Path, nbs: Path = ROOT / "nbs", repro: Path = ROOT / "papers_repro", figures: Path = ROOT / "figures",
           proc: Path = ROOT / "_proc", jobs: int = 2, fresh: bool = False) -> dict:
     "Stage and build the site into `out`; raise BuildError with a one-line reason."
@@ -317,9 +480,10 @@ def build(out: Path, nbs: Path = ROOT / "nbs", repro: Path = ROOT / "papers_repr
            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}  # no progress widgets in the pages
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", "-j", str(jobs), "-c", str(ROOT / "docs"),
            "-d", str(proc / ".doctrees"), "-D", f"nb_execution_cache_path={proc / '.jupyter_cache'}", str(proc), str(out)]
-    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    (proc / ".sphinx.log").write_text(r.stdout + r.stderr)
-    if r.returncode: raise BuildError(failure(r.stdout + r.stderr, proc))
+    print(f"docs: {summary['notebooks']} notebooks staged in {rel(proc)}; Sphinx reads what changed, a line per notebook:", flush=True)
+    code, log = sphinx(cmd, env)
+    (proc / ".sphinx.log").write_text(log)
+    if code: raise BuildError(failure(log, proc))
     return {**summary, "seconds": round(time.time() - t0, 1), "log": rel(proc / ".sphinx.log")}
 
 

@@ -15,12 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "scripts" / "build_docs.py"
 ARTIFACTS = ROOT / "test-artifacts" / "docs"
 READING_GROUP = ["nupa_reading_group", "zeh_reading_group", "gsm_reading_group"]
-MODULE_NB, TUTORIAL = "zeh/34_analysis.ipynb", "nupa_reading_group"  # the executed pages of the small build
+MODULE_NB, TUTORIAL, HOWTO = "zeh/34_analysis.ipynb", "nupa_reading_group", "howto/evaluate_a_model.ipynb"  # the executed pages of the small build
+LINKED = ["lm/16_results.ipynb"]  # pages the how-to links to: stubs in the small build
 DEMO = "zz_docs_demo"  # the synthetic reproduction notebook (a name no real one uses)
 DEMO_ROWS = [(1, 1.0, 0.99), (2, 0.95, 0.9), (3, 0.8, 0.7), (4, 0.45, 0.5), (5, 0.125, 0.2)]
-CLAIMS = [("claim", "paper_evidence", "run_evidence", "supported", "reason"),
-          ("accuracy falls with length", "Table 9: 0.99 -> 0.12", "0.99 -> 0.2", "yes", ""),
-          ("the fall is a sigmoid", "Figure 2", "5 points only", "not tested at this scale", "too few lengths")]
+CLAIMS = [("claim", "paper_evidence", "run_evidence", "supported", "reason", "evidence_from"),
+          ("accuracy falls with length", "Table 9: 0.99 -> 0.12", "0.99 -> 0.2", "yes", "", "this run"),
+          ("the fall is a sigmoid", "Figure 2", "5 points only", "not tested at this scale", "too few lengths", "this run"),
+          ("the rows of Table 9 add up", "Table 9: total 1.00", "the printed rows sum to 1.00", "yes", "", "printed tables")]
 WS = r'(?:\s|<span class="w">\s*</span>)*'  # whitespace between highlighted tokens
 
 
@@ -109,6 +111,12 @@ def test_every_notebook_is_staged_with_its_api_and_without_test_scaffolding(stag
         "## Zero-Error Horizon (`numcook.zeh`)", "## GSM-Infinite (`numcook.gsm`)", "## Application (`numcook.app`)"]
     rg = (staged / "reading-group.md").read_text()
     assert all(f"(tutorials/{stem}.ipynb)" in rg for stem in READING_GROUP)
+    titles = [bd.h1_summary(json.loads(nb.read_text())["cells"])[0] for nb in notebooks]
+    titles += [re.search(r"^# (.+)$", (staged / f).read_text(), re.M).group(1) for f in ("api.md", "gallery.md", "reading-group.md", "howto.md")]
+    assert len({t.lower() for t in titles}) == len(titles), sorted(t for t in titles if titles.count(t) > 1)  # the navigation names each page once
+    assert not {"Evaluation", "Evaluation runs"} & set(titles)  # two generic names for different things
+    howto = (staged / "howto.md").read_text()
+    assert "(howto/evaluate_a_model.ipynb)" in howto and "howto/evaluate_a_model.ipynb" not in api  # a guide, not an API page
     gallery = (staged / "gallery.md").read_text()
     for nb in (ROOT / "papers_repro").glob("[!_.]*.ipynb"):
         assert f"numcook repro --only {nb.stem}" in gallery and f"numcook repro --only {nb.stem}" in (staged / "gallery" / f"{nb.stem}.md").read_text()
@@ -122,6 +130,49 @@ def test_nbdev_directives_become_cell_tags():
     assert tags(d("slow"), "x") == set()  # the docs run slow cells (nbdev_test skips them)
     assert tags({}, "show_doc(f)") == {"remove-input"} and tags(d("echo: false"), "x") == {"remove-input"}
     assert tags(d("code-fold: true"), "x") == {"hide-input"} and tags(d("output: false"), "x") == {"remove-output"}
+    solution = {"code-fold:": ["true"], "code-summary:": ['"Solution"']}
+    assert tags(solution, "x = 1\nx") == {"hide-cell"}  # an exercise's answer: its output folded with its code
+    assert import_build_docs().mystnb_for(solution, "x") == {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
+
+
+def test_checks_are_hidden_and_shell_sessions_shown_as_shell():
+    bd = import_build_docs()
+    checks = ["test_eq(f(2), 4)", "assert f(2) == 4\ntest_fail(lambda: f(-1), contains='negative')",
+              "for x in (1, 2): test_eq(f(x), x * x)", "_r = f(3)\ntest_eq(_r, 9)"]
+    examples = ["f(2)", "r = f(3)\ntest_eq(r, 9)", "print(f(2))\ntest_eq(f(2), 4)", "test_eq(f(2), 4)\nf(2)", "%timeit f(2)", "_r = f(3)"]
+    assert all(bd.only_checks(c) for c in checks) and not any(bd.only_checks(c) for c in examples)
+    assert all(bd.tags_for({}, c) == {"remove-input"} for c in checks)  # the code goes; what it prints (usually nothing) stays
+    session = "shell('numcook eval nupa --model m '\n      '--n 4')\nshell('numcook zeh list')"
+    assert bd.only_shell(session) and not bd.only_shell("shell('numcook zeh list')\nx = 1") and not bd.only_shell("x")
+    assert bd.tags_for({}, session) == {"remove-input"} and bd.mystnb_for({}, session) == {"text_lexer": "console"}
+
+
+def test_gallery_overview_counts_this_run_apart_and_reads_old_claims(tmp_path):
+    "Per paper, every claim with its verdict and a link to its figure; this run's verdicts counted apart from consistency checks."
+    bd = import_build_docs()
+    nbs, papers, figures = tmp_path / "nbs", tmp_path / "papers_repro", tmp_path / "figures"
+    nbs.mkdir(); papers.mkdir()
+    (nbs / "index.ipynb").write_text(nb_json(("markdown", "# Home\n> The home page.")))
+    for stem, title in [("zeh_demo", "ZEH paper: Table 9 (a demo)"), ("gsm_old", "GSM-Infinite Table 1: an old run"), ("gsm_none", "GSM-Infinite: no claims")]:
+        (papers / f"{stem}.ipynb").write_text(nb_json(("markdown", f"# {title}\n> A demo.")))
+        (figures / stem).mkdir(parents=True)
+    with open(figures / "zeh_demo" / "claims.csv", "w", newline="") as f: csv.writer(f).writerows(CLAIMS)
+    (figures / "zeh_demo" / "plot.png").write_bytes(b"\x89PNG")
+    with open(figures / "gsm_old" / "claims.csv", "w", newline="") as f:  # written before the evidence_from column
+        csv.writer(f).writerows([CLAIMS[0][:5], ("scores are AUCs", "Table 1", "recomputed", "no", "off by 3")])
+    bd.stage(nbs, papers, figures, tmp_path / "proc")
+    md = (tmp_path / "proc" / "gallery.md").read_text()
+    rows = {l.split(" | ")[0]: l for l in md.splitlines() if l.startswith("| [")}
+    zeh, gsm = rows["| [Zero-Error Horizon](#zero-error-horizon)"], rows["| [GSM-Infinite](#gsm-infinite)"]
+    assert zeh.endswith("| 1 yes, 1 not tested | 1 yes | none |"), zeh  # this run | released data or printed tables | not stated
+    assert gsm.endswith("| none | none | 1 no |"), gsm
+    assert "| Paper | Reproduced in this run | Checked against released data or printed tables | Source not stated |" in md
+    assert md.index("## Zero-Error Horizon") < md.index("## GSM-Infinite")  # the papers in the package's order
+    line = next(l for l in md.splitlines() if "the fall is a sigmoid" in l)
+    assert "not tested" in line and "this run" in line and "(gallery/zeh_demo.md#figures)" in line and "[Table 9 (a demo)]" in line
+    assert "(gallery/gsm_old.md)" in next(l for l in md.splitlines() if "scores are AUCs" in l) and "not stated" in md
+    assert "`numcook repro --only gsm_none` (no claims table)" in md
+    assert md.index("the rows of Table 9 add up") > md.index("the fall is a sigmoid")  # this run's claims first
 
 
 def test_code_key_follows_the_modules_a_notebook_imports(tmp_path, monkeypatch):
@@ -152,6 +203,9 @@ def make_demo(papers: Path, figures: Path):
     fig, ax = plt.subplots(figsize=(6, 3.4))
     ax.plot([r[0] for r in DEMO_ROWS], [r[1] for r in DEMO_ROWS], marker="o"); ax.set(xlabel="digits", ylabel="accuracy")
     fig.savefig(out / "accuracy.png", dpi=80); plt.close(fig)
+    fig, axes = plt.subplots(1, 5, figsize=(20, 3.2))  # a wide figure: 1600 px, more than the text column
+    for k, ax in enumerate(axes): ax.bar(["a", "b", "c"], [k + 1, 2, 3]); ax.set_title(f"panel {k}")
+    fig.savefig(out / "wide.png", dpi=80); plt.close(fig)
     with open(out / "accuracy.csv", "w", newline="") as f: csv.writer(f).writerows([("digits", "paper_accuracy", "accuracy"), *DEMO_ROWS])
     with open(out / "claims.csv", "w", newline="") as f: csv.writer(f).writerows(CLAIMS)
     with open(out / "long.csv", "w", newline="") as f: csv.writer(f).writerows([("i", "square")] + [(i, i * i) for i in range(40)])
@@ -164,25 +218,34 @@ def small(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("docs")
     nbs, papers, figures = tmp / "nbs", tmp / "papers_repro", tmp / "figures"
     (nbs / "tutorials").mkdir(parents=True)
-    (nbs / Path(MODULE_NB).parent).mkdir(parents=True, exist_ok=True)
-    for name in ["index.ipynb", MODULE_NB]: shutil.copy(ROOT / "nbs" / name, nbs / name)
+    for name in ["index.ipynb", MODULE_NB, HOWTO, *LINKED]:
+        (nbs / name).parent.mkdir(parents=True, exist_ok=True)
+        if name in LINKED: (nbs / name).write_text(nb_json(("markdown", f"# {Path(name).stem}\n> A stub."), ("code", f"stub = {name!r}")))
+        else: shutil.copy(ROOT / "nbs" / name, nbs / name)
     shutil.copy(ROOT / "nbs" / "tutorials" / f"{TUTORIAL}.ipynb", nbs / "tutorials")
     shutil.copytree(ROOT / "papers_repro", papers, ignore=shutil.ignore_patterns(".*"))
     shutil.copytree(ROOT / "figures", figures)
     make_demo(papers, figures)
     args = ["--nbs", nbs, "--papers-repro", papers, "--figures", figures, "--proc", tmp / "proc", "--out", tmp / "site"]
-    r = run_build(*args)
+    r = run_build(*args, timeout=1800)  # a tutorial that trains a model, the how-to's five evaluations: minutes on a busy CPU
     assert r.returncode == 0, f"docs build failed: {r.stderr[-3000:]}"
-    return tmp / "site", tmp / "proc", nbs, args
+    return tmp / "site", tmp / "proc", nbs, args, r.stdout
 
 
 def page(site, path): return (site / path).read_text()
 
 
 def test_pages_home_gallery_and_reading_group(small):
-    site = small[0]
-    for p in ["index.html", "reading-group.html", "gallery.html", "api.html", "zeh/analysis.html", f"tutorials/{TUTORIAL}.html"]:
+    site, proc, _, _, out = small
+    for p in ["index.html", "reading-group.html", "gallery.html", "api.html", "howto.html", "zeh/analysis.html", f"tutorials/{TUTORIAL}.html"]:
         assert (site / p).is_file(), p
+    for name in ["index", "zeh/analysis", f"tutorials/{TUTORIAL}", "howto/evaluate_a_model"]:  # a line per notebook, as it is read
+        assert re.search(rf"^docs: \[\d\] {name}: executed in \d+ s$", out, re.M), out
+    assert "without encryption" not in (proc / ".sphinx.log").read_text()  # kernels on Unix sockets, not TCP
+    nav = re.search(r'<nav [^>]*class="[^"]*bd-docs-nav.*?</nav>', page(site, "howto/evaluate_a_model.html"), re.S).group(0)
+    top = [html.unescape(t) for t in re.findall(r'<li class="toctree-l1[^"]*"><a class="reference internal" href="[^"]*">([^<]+)</a>', nav)]
+    assert top == ["Reading-group path", "How-to guides", "API reference", "Reproduction gallery"], top
+    assert 'href="#">Evaluate a model on NUPA, ZEH and GSM-Infinite</a>' in nav  # this page, under How-to guides
     assert all(cmd in text_of(page(site, "index.html")) for cmd in ["make repro", "make test", "make docs", "make lab"])
     gallery = page(site, "gallery.html")
     for nb in list((ROOT / "papers_repro").glob("[!_.]*.ipynb")) + [Path(f"{DEMO}.ipynb")]:
@@ -208,6 +271,11 @@ def test_module_page_shows_outputs_and_api_without_test_scaffolding(small):
         checked += 1
     assert checked > 10
     assert "fastcore.test" not in text_of(text_page)
+    assert not re.search(r'<div class="cell[^"]*">\s*</div>', text_page)  # a check's cell leaves nothing behind
+    bd = import_build_docs()
+    checks = [src for c in json.loads((ROOT / "nbs" / MODULE_NB).read_text())["cells"] if c["cell_type"] == "code"
+              and bd.only_checks(src := "".join(c["source"])) and not src.startswith("#|")]
+    assert checks and not [c for c in checks if norm(c.splitlines()[0]) in norm(text_of(text_page))]  # checks that only assert: not shown
     outputs = re.findall(r'<div class="cell_output docutils container">(.*?)</div>\s*</div>', text_page, re.S)
     assert any("<table" in o for o in outputs) and any("<img" in o for o in outputs)  # a DataFrame and a figure
 
@@ -219,7 +287,14 @@ def test_tutorial_page_has_figures_model_questions_and_folded_solutions(small):
     assert all((small[0] / "tutorials" / s).resolve().read_bytes()[:4] == b"\x89PNG" for s in imgs if s.startswith("../_images/"))
     text = text_of(p)
     assert "A real model in the loop" in text and "final training loss" in text and "Questions for the group" in text
-    assert p.count("tag_hide-input") >= 3 and "Show solution" in p  # the exercises' solutions, folded
+    from numcook.nupa.tasks import generate
+    question = generate("digit_max_integer", lengths="4", n=1, seed=1)[0]["question"]  # a row of the 41-task table, > 90 characters
+    assert len(question) > 90 and html.escape(question, quote=False) in p  # whole, though the notebook sets max_colwidth 90
+    assert '<table border="1" class="dataframe nowrap">' in p
+    assert p.count("tag_hide-cell") >= 3 and "Show solution" in p  # the exercises' solutions, folded with their outputs
+    solutions = re.findall(r'<div class="cell tag_hide-cell.*?</details>', p, re.S)
+    assert len(solutions) >= 3 and all(s.index("<summary") < s.index("cell_input") for s in solutions)
+    assert all("cell_output" in s for s in solutions)  # the answers are inside the fold
 
 
 def test_gallery_page_shows_figure_claims_tables_and_config(small):
@@ -235,6 +310,32 @@ def test_gallery_page_shows_figure_claims_tables_and_config(small):
     download = re.search(r'href="(\.\./_downloads/[^"]+/long\.csv)"', p)
     assert download and len((small[0] / "gallery" / download.group(1)).resolve().read_text().splitlines()) == 41
     assert norm('"n_max": 5') in norm(text)
+
+
+def test_journey_page_shows_shell_commands_and_their_output(small):
+    p = page(small[0], "howto/evaluate_a_model.html")
+    text = text_of(p)
+    sessions = re.findall(r'<div class="[^"]*highlight-console[^"]*"><div class="highlight"><pre>(.*?)</pre>', p, re.S)
+    assert len(sessions) == 5, len(sessions)  # three benchmarks, a rerun, a refusal
+    first = html.unescape(re.sub(r"<[^>]+>", "", sessions[0]))
+    assert first.startswith("$ numcook eval nupa --model tiny-chat") and " \\\n    --" in first  # wrapped as a shell takes it
+    assert re.search(r"^add_integer +1 +4 ", first, re.M) and "results in runs/nupa" in first  # then what it printed
+    assert '<span class="gp">$ </span>' in sessions[0]  # the prompt, highlighted as one
+    assert "refuses" in text and "holds a run with different settings" in text
+    assert "shell(" not in text and "test_eq" not in text and "numcook.cli" not in text
+
+
+def test_gallery_index_gives_the_claims_overview(small):
+    p = page(small[0], "gallery.html")
+    text = text_of(p)
+    assert "Claims at a glance" in text and "Reproduced in this run" in text and "consistency check" in text
+    row = re.search(r'<tr class="row-(?:odd|even)"><td><p><a class="reference internal" href="#other-reproductions">.*?</tr>', p, re.S)
+    assert row and text_of(row.group(0)).split() == "Other reproductions 1 yes, 1 not tested 1 yes".split() + \
+        (["none"] if "Source not stated" in text else []), row and text_of(row.group(0))
+    for claim, *_, supported, _, source in CLAIMS[1:]:
+        tr = next(r for r in re.findall(r"<tr.*?</tr>", p, re.S) if claim in text_of(r))
+        assert f'verdict-{supported.replace(" at this scale", "").replace(" ", "-")}' in tr and source in text_of(tr)
+        assert f'href="gallery/{DEMO}.html#figures"' in tr
 
 
 class Links(HTMLParser):
@@ -266,17 +367,23 @@ def test_internal_links_resolve(small):
     assert n > 200
 
 
+def progress(out: str) -> dict:
+    "The build's line per notebook read: page -> 'executed in N s' or 'from the cache'."
+    return dict(re.findall(r"^docs: \[\d+\] (\S+): (.+)$", out, re.M))
+
+
 def test_unchanged_notebooks_are_not_executed_again(small):
     "The cache is keyed on code cells: a rebuild, and an edit of prose only, run nothing; an edited code cell runs again."
     from jupyter_cache import get_cache
-    site, proc, nbs, args = small
+    site, proc, nbs, args, _ = small
     records = lambda: {r.pk: r.created for r in get_cache(proc / ".jupyter_cache").list_cache_records()}
     before = records()
-    assert len(before) == 3  # index, the module notebook, the tutorial
+    assert len(before) == 5  # index, the module notebooks, the tutorial, the how-to
     tut = nbs / "tutorials" / f"{TUTORIAL}.ipynb"
     d = json.loads(tut.read_text()); d["cells"].append({"cell_type": "markdown", "id": "zz-note", "metadata": {}, "source": "A note."})
     tut.write_text(json.dumps(d))
-    assert run_build(*args).returncode == 0
+    r = run_build(*args)
+    assert r.returncode == 0 and progress(r.stdout)[f"tutorials/{TUTORIAL}"] == "from the cache", r.stdout  # read again, not run
     assert records() == before and "A note." in page(site, f"tutorials/{TUTORIAL}.html")
     idx = nbs / "index.ipynb"
     d = json.loads(idx.read_text()); d["cells"].append({"cell_type": "code", "id": "zz-code", "metadata": {}, "outputs": [],
@@ -285,7 +392,9 @@ def test_unchanged_notebooks_are_not_executed_again(small):
     r = run_build(*args)
     assert r.returncode == 0, r.stderr
     after = records()  # one new record (the index); the others untouched
-    assert set(before.items()) <= set(after.items()) and len(after) == 4 and "42" in text_of(page(site, "index.html"))
+    assert set(before.items()) <= set(after.items()) and len(after) == 6 and "42" in text_of(page(site, "index.html"))
+    ran = {name for name, how in progress(r.stdout).items() if how != "from the cache"}
+    assert ran == {"index"} and re.match(r"executed in \d+ s$", progress(r.stdout)["index"]), r.stdout  # its line says so
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -379,9 +488,9 @@ def server(small):
     httpd.shutdown(); httpd.server_close()
 
 
-def browse(chromium, url, *args):
+def browse(chromium, url, *args, flags=CHROMIUM_FLAGS):
     with tempfile.TemporaryDirectory() as profile:
-        r = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url],
+        r = subprocess.run([chromium, *flags, f"--user-data-dir={profile}", *args, url],
                            capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-1500:]
     return r.stdout
@@ -391,7 +500,11 @@ def browse(chromium, url, *args):
 # error-map section follows the carry regression's tables, so its screenshot shows a table above the plot.
 SHOTS = [("index.html", "home", "", ()), ("zeh/analysis.html", "module", "error-maps-figure-3", ("table", "plot")),
          (f"tutorials/{TUTORIAL}.html", "tutorial", "a-real-model-in-the-loop", ("table", "plot")),
-         (f"gallery/{DEMO}.html", "gallery", "", ())]
+         (f"tutorials/{TUTORIAL}.html", "solutions", "exercises", ()),
+         (f"tutorials/{TUTORIAL}.html", "tables", "the-41-tasks", ("table",)),
+         (f"gallery/{DEMO}.html", "gallery", "figures", ("plot",)),
+         ("gallery.html", "gallery-index", "claims-at-a-glance", ("table",)),
+         ("howto/evaluate_a_model.html", "journey", "one-command-three-benchmarks", ())]
 
 
 def section_html(page_html: str, section: str) -> str:
@@ -429,3 +542,70 @@ def test_chromium_renders_page(chromium, server, small, path, name, section, sho
     img = Image.open(shot).convert("RGB")
     assert img.size == (1280, 1800)
     assert len(img.resize((160, 225)).getcolors(1 << 16)) > 50  # text, code and figures, not a blank page
+
+
+# ------------------------------------------------------------------------------------------------------------
+# What a reader does on the pages: open a folded solution, scroll a wide table, open a figure at full size.
+
+def measure(chromium, base, site, name, path, script):
+    "The JSON value of `script` (JavaScript with `d`, `w`: the page's document and window) run once `path` has loaded, at 1280 px wide, scroll bars shown."
+    (site / f"measure-{name}.html").write_text(
+        f'<!doctype html><html><head><link rel="icon" href="_static/favicon.svg"></head><body style="margin:0">'
+        f'<iframe id="f" src="{path}" style="border:0;width:1280px;height:1800px"></iframe><pre id="result"></pre><script>'
+        f'document.getElementById("f").onload = () => {{ const w = document.getElementById("f").contentWindow, d = w.document; let r;'
+        f' try {{ r = (() => {{ {script} }})(); }} catch (e) {{ r = {{error: String(e)}}; }}'
+        f' document.getElementById("result").textContent = JSON.stringify(r); }};</script></body></html>')
+    dom = browse(chromium, f"{base}/measure-{name}.html", "--dump-dom", "--window-size=1300,1900",
+                 flags=[f for f in CHROMIUM_FLAGS if f != "--hide-scrollbars"])
+    value = json.loads(html.unescape(re.search(r'<pre id="result">(.*?)</pre>', dom, re.S).group(1)))
+    assert not (isinstance(value, dict) and "error" in value), value
+    return value
+
+
+def test_chromium_solutions_are_folded_with_their_outputs(chromium, server, small):
+    r = measure(chromium, server[0], small[0], "solutions", f"tutorials/{TUTORIAL}.html", """
+        const ds = [...d.querySelectorAll('details.hide')].filter(x => x.querySelector('summary').textContent.includes('Show solution'));
+        const seen = e => !!e && e.checkVisibility() && e.getBoundingClientRect().height > 0;
+        const before = ds.map(x => [x.open, seen(x.querySelector('.cell_input')), seen(x.querySelector('.cell_output'))]);
+        ds.forEach(x => x.open = true);
+        return {before, after: ds.map(x => [seen(x.querySelector('.cell_input')), seen(x.querySelector('.cell_output'))])};""")
+    assert len(r["before"]) >= 3
+    assert all(state == [False, False, False] for state in r["before"]), r  # closed: neither code nor answer to be seen
+    assert all(state == [True, True] for state in r["after"]), r  # "Show solution" shows both
+
+
+def test_chromium_wide_tables_and_code_scroll_with_a_scroll_bar(chromium, server, small):
+    r = measure(chromium, server[0], small[0], "tables", f"tutorials/{TUTORIAL}.html", """
+        const t = [...d.querySelectorAll('table.dataframe')].find(t => t.textContent.includes('digit_max_integer'));
+        const box = t.closest('div.output'), row = t.tBodies[0].rows[0];
+        const pres = [...d.querySelectorAll('div.highlight pre')].filter(p => p.scrollWidth > p.clientWidth + 2);
+        return {align: [...t.tHead.rows[0].cells].map(c => w.getComputedStyle(c).textAlign), nowrap: w.getComputedStyle(row.cells[1]).whiteSpace,
+                scroll: [box.scrollWidth, box.clientWidth], bar: box.offsetHeight - box.clientHeight, rows: t.tBodies[0].rows.length,
+                rowHeight: row.getBoundingClientRect().height, lineHeight: parseFloat(w.getComputedStyle(row.cells[1]).lineHeight),
+                pres: pres.map(p => p.offsetHeight - p.clientHeight)};""")
+    assert set(r["align"]) == {"left"}, r  # headers over their (left-aligned) cells
+    assert r["rows"] == 41 and r["nowrap"] == "nowrap" and r["rowHeight"] < 2 * r["lineHeight"], r  # a row per line, not four screens
+    assert r["scroll"][0] > r["scroll"][1] and r["bar"] >= 6, r  # wider than the column: it scrolls, and says so
+    assert r["pres"] and min(r["pres"]) >= 6, r  # every code block with a long line has its scroll bar
+
+
+def test_chromium_gallery_figure_uses_the_page_and_opens_full_size(chromium, server, small):
+    from PIL import Image
+    base, requests = server
+    r = measure(chromium, base, small[0], "figure", f"gallery/{DEMO}.html", """
+        const col = d.querySelector('article.bd-article section p').getBoundingClientRect().width;
+        return {col, figs: [...d.querySelectorAll('div.gallery-figure img')].map(i => ({src: i.getAttribute('src'),
+                href: i.closest('a') && i.closest('a').getAttribute('href'), shown: i.getBoundingClientRect().width, natural: i.naturalWidth}))};""")
+    figs = {Path(f["src"]).name.split(".")[0]: f for f in r["figs"]}
+    assert set(figs) == {"accuracy", "wide"}, r
+    assert all(f["href"] == f["src"] for f in figs.values()), r  # a click opens the image itself
+    assert figs["accuracy"]["shown"] == figs["accuracy"]["natural"] == 480, r  # a small figure at its own size, not blown up
+    assert r["col"] + 100 < figs["wide"]["shown"] <= figs["wide"]["natural"], r  # a wide one wider than the text column
+    shot = ARTIFACTS / "figure-full-size.png"
+    shot.unlink(missing_ok=True)
+    browse(chromium, f"{base}/gallery/{figs['wide']['href']}", f"--screenshot={shot}", "--window-size=1700,500")
+    img = Image.open(shot).convert("RGB")
+    dark = Image.new("RGB", img.size, img.getpixel((0, 0)))  # the viewer's backdrop around the image
+    from PIL import ImageChops
+    box = ImageChops.difference(img, dark).getbbox()
+    assert box and (box[2] - box[0], box[3] - box[1]) == (figs["wide"]["natural"], Image.open(small[1] / ".." / "figures" / DEMO / "wide.png").size[1]), box

@@ -242,3 +242,27 @@ def test_oracle_agrees_on_thousands_through_generate(subset):
         for p in generate(subset, ops, per, ctx, seed=11, mode=mode):
             check(p); n[mode] = n.get(mode, 0) + 1
     assert min(n.values()) >= 1900, n
+
+
+def test_figure_1_names_fit_in_their_circles():
+    "draw_graph sizes its circles from the widest name as drawn: every label's box lies inside its node's circle."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from numcook.gsm.graph import draw_graph
+    p = make_problem('symbolic', 5, seed=1)
+    assert max(map(len, p['graph']['nodes']['name'])) >= 7  # names like V733182, the ones that overflowed
+    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=100)
+    draw_graph(p['graph'], ax=ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    nodes = ax.collections[0]
+    diameter = (nodes.get_sizes()[0] ** 0.5) * fig.dpi / 72  # a marker's size is its area in points²
+    labels = [t for t in ax.texts if t.get_text() in p['graph']['nodes']['name']]
+    assert len(labels) == len(p['graph']['nodes']['name'])
+    for t in labels:
+        box = t.get_window_extent(renderer)
+        cx, cy = ax.transData.transform(t.get_position())
+        corners = [(x - cx, y - cy) for x in (box.x0, box.x1) for y in (box.y0, box.y1)]
+        assert all(dx * dx + dy * dy <= (diameter / 2) ** 2 for dx, dy in corners), (t.get_text(), box.width, diameter)
+    plt.close(fig)

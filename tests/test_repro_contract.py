@@ -43,3 +43,21 @@ def test_a_parameter_no_notebook_declares_is_an_error(tmp_path):
     with pytest.raises(NumcookError, match="unknown parameter 'stepz'.*Did you mean 'steps'"):
         run_all(tmp_path, only=["cookbook_fig4_tokenizers"], params={"stepz": 3}, root=NOTEBOOKS[0].parent)
     assert not any(tmp_path.iterdir())  # nothing ran
+
+
+def test_the_runner_starts_kernels_without_a_tcp_warning(tmp_path):
+    "run_notebook's kernel talks over Unix sockets: no 'running over TCP without encryption' warning, even with the notebook in another folder."
+    import subprocess, sys
+    nb = tmp_path / "papers" / "tiny.ipynb"
+    nb.parent.mkdir()
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "id": "c0", "metadata": {}, "outputs": [], "execution_count": None,
+                                         "source": "import os\nprint(6 * 7, os.path.basename(os.getcwd()))"}],
+                              "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                              "nbformat": 4, "nbformat_minor": 5}))
+    code = f"from numcook.app.repro import run_notebook; run_notebook({str(nb)!r}, {str(tmp_path / 'run')!r})"
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "without encryption" not in r.stderr and "TCP" not in r.stderr, r.stderr[-2000:]
+    out = json.loads((tmp_path / "run" / "tiny.ipynb").read_text())["cells"][0]["outputs"]
+    assert "".join(out[0]["text"]).strip() == "42 papers"  # ran, in the notebook's own folder
+    assert not [p for p in tmp_path.rglob("*ipc*")]  # no socket files left behind

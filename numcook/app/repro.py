@@ -4,7 +4,7 @@
 
 # %% ../../nbs/app/91_repro.ipynb #8472ef64
 from __future__ import annotations
-import datetime, json, re, time
+import datetime, functools, json, re, time, uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +16,8 @@ from ..core.config import param, read_config, save_config
 import csv
 
 # %% auto #0
-__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'run_notebook', 'write_index', 'check_status', 'run_params',
-           'check_resume', 'run_all', 'ReproCommand', 'repro_command']
+__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'local_kernel_manager', 'run_notebook', 'write_index', 'check_status',
+           'run_params', 'check_resume', 'run_all', 'ReproCommand', 'repro_command']
 
 # %% ../../nbs/app/91_repro.ipynb #b25fdfe9
 def repo_root(start:str|Path|None=None) -> Path:
@@ -39,6 +39,22 @@ def notebook_title(path:Path) -> str:
         if c['cell_type'] == 'markdown' and (m := re.search(r'^#\s+(.+)$', src, re.M)): return m.group(1).strip()
     return Path(path).stem
 
+# %% ../../nbs/app/91_repro.ipynb #33c8ee80
+@functools.cache
+def local_kernel_manager() -> type:
+    "The Jupyter kernel manager class for notebooks run on this machine: it talks to its kernel over Unix sockets (IPC), not TCP."
+    from jupyter_client import AsyncKernelManager  # deferred: jupyter_client only when a notebook runs
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets import CaselessStrEnum
+    class LocalKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(['tcp', 'ipc'], default_value='ipc', config=True)
+        def _ip_default(self) -> str:
+            # The sockets' path prefix. jupyter_client's default, `kernel-ipc`, is relative: the kernel, started in the
+            # notebook's folder, would listen where this process, in its own folder, never looks.
+            d = Path(jupyter_runtime_dir()); d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return str(d / f'numcook-{uuid.uuid4().hex[:12]}-ipc')
+    return LocalKernelManager
+
 # %% ../../nbs/app/91_repro.ipynb #8bdf204c
 def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_output:bool=False) -> dict:
     "Execute notebook `nb` with papermill into `run_dir`, overriding the `params` it declares."
@@ -49,7 +65,8 @@ def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_outpu
     params = {k: v for k, v in (params or {}).items() if k in declared}
     t0 = time.time()
     pm.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(nb.parent),
-                        kernel_name='python3', progress_bar=False, log_output=log_output)
+                        kernel_name='python3', kernel_manager_class=local_kernel_manager(),
+                        progress_bar=False, log_output=log_output)
     return {'notebook': nb.name, 'seconds': round(time.time() - t0, 1), 'params': params}
 
 # %% ../../nbs/app/91_repro.ipynb #ad9befb5

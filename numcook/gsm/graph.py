@@ -10,9 +10,9 @@ import numpy as np
 from ..core.errors import NumcookError
 
 # %% auto #0
-__all__ = ['EQ_OPS', 'eq_cost', 'eq_apply', 'Solved', 'propagate', 'solution_eqs', 'solved_var', 'step_expression', 'graph_dict',
-           'to_networkx', 'is_acyclic', 'approx_tokens', 'num_tokens', 'TokenCounter', 'Lexicon', 'FastDraws', 'pick',
-           'Core']
+__all__ = ['EQ_OPS', 'ROLE_COLORS', 'eq_cost', 'eq_apply', 'Solved', 'propagate', 'solution_eqs', 'solved_var', 'step_expression',
+           'graph_dict', 'to_networkx', 'is_acyclic', 'draw_graph', 'approx_tokens', 'num_tokens', 'TokenCounter',
+           'Lexicon', 'FastDraws', 'pick', 'Core']
 
 # %% ../../nbs/gsm/40_graph.ipynb #c6b6da30
 EQ_OPS = ('add', 'sub', 'mul', 'sum', 'diff', 'prod')  # the equation kinds
@@ -143,6 +143,22 @@ def is_acyclic(graph:dict) -> bool:
     "Whether a problem graph has no cycle (no circular definition)."
     import networkx as nx  # deferred: networkx only where a graph is built
     return nx.is_directed_acyclic_graph(to_networkx(graph))
+
+# %% ../../nbs/gsm/40_graph.ipynb #0c6f3b95
+ROLE_COLORS = {'given': 'tab:orange', 'core': 'tab:blue', 'noise': 'tab:gray'}
+
+def draw_graph(graph:dict, ax=None, seed:int=0, font_size:float=8):
+    "Draw a problem's `graph` on `ax` (default: the current axes): a circle per variable, coloured by role, that its name fits in; an arrow per operation."
+    import matplotlib.pyplot as plt                 # deferred: matplotlib only where a graph is drawn
+    from matplotlib.textpath import TextPath
+    import networkx as nx
+    g, ax = to_networkx(graph), ax or plt.gca()
+    width = max((TextPath((0, 0), str(n), size=font_size).get_extents().width for n in g), default=font_size)  # in points
+    size = (width + font_size) ** 2                 # a marker's area in points²: a circle half a letter wider than the name each side
+    nx.draw_networkx(g, nx.spring_layout(g, seed=seed), ax=ax, node_size=size, font_size=font_size, font_color='white',
+                     node_color=[ROLE_COLORS.get(g.nodes[n]['role'], 'tab:blue') for n in g], arrowsize=14)
+    ax.axis('off'); ax.margins(0.15)
+    return ax
 
 # %% ../../nbs/gsm/40_graph.ipynb #63c2e7e4
 _TOK = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
