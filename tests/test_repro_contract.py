@@ -61,3 +61,28 @@ def test_the_runner_starts_kernels_without_a_tcp_warning(tmp_path):
     out = json.loads((tmp_path / "run" / "tiny.ipynb").read_text())["cells"][0]["outputs"]
     assert "".join(out[0]["text"]).strip() == "42 papers"  # ran, in the notebook's own folder
     assert not [p for p in tmp_path.rglob("*ipc*")]  # no socket files left behind
+
+
+def test_two_lanes_run_real_notebooks_into_a_relative_runs_folder(tmp_path):
+    "--jobs 2 with papermill for real: both notebooks run in their own folder, into `runs/` named relative to where the runner started, whose working folder stays put."
+    import subprocess, sys
+    root = tmp_path / "checkout"
+    (root / "papers_repro").mkdir(parents=True); (root / "settings.ini").write_text("[DEFAULT]\n")
+    for stem in ("a_fig", "b_fig"):
+        src = "import os, time\ntime.sleep(1.5)\nprint(os.path.basename(os.getcwd()))"
+        (root / "papers_repro" / f"{stem}.ipynb").write_text(json.dumps({
+            "cells": [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
+                       "source": f"out_dir = '../figures/{stem}'"},
+                      {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [], "execution_count": None, "source": src}],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}))
+    code = "import os; from numcook.app.repro import run_all; start = os.getcwd(); run_all('runs', jobs=2, root='.'); print(os.getcwd() == start)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-1:] == ["True"], r.stdout
+    run = next((root / "runs").iterdir())
+    status = [json.loads(l) for l in (run / "status.jsonl").read_text().splitlines()]
+    assert sorted((s["notebook"], s["status"]) for s in status) == [("a_fig.ipynb", "ok"), ("b_fig.ipynb", "ok")], status
+    for stem in ("a_fig", "b_fig"):
+        out = json.loads((run / f"{stem}.ipynb").read_text())["cells"][1]["outputs"]
+        assert "".join(out[0]["text"]).strip() == "papers_repro"

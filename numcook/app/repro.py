@@ -59,12 +59,14 @@ def local_kernel_manager() -> type:
 def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_output:bool=False) -> dict:
     "Execute notebook `nb` with papermill into `run_dir`, overriding the `params` it declares."
     import papermill as pm  # deferred: papermill only when a notebook runs
-    nb, run_dir = Path(nb), Path(run_dir)
+    nb, run_dir = Path(nb).resolve(), Path(run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     declared = pm.inspect_notebook(str(nb))
     params = {k: v for k, v in (params or {}).items() if k in declared}
     t0 = time.time()
-    pm.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(nb.parent),
+    # The kernel starts in the notebook's folder (nbclient's `resources` path). papermill's own `cwd` would instead
+    # chdir this whole process, which the threads running other notebooks at the same time (--jobs) share.
+    pm.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, resources={'metadata': {'path': str(nb.parent)}},
                         kernel_name='python3', kernel_manager_class=local_kernel_manager(),
                         progress_bar=False, log_output=log_output)
     return {'notebook': nb.name, 'seconds': round(time.time() - t0, 1), 'params': params}
