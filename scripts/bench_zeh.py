@@ -263,7 +263,7 @@ def real_family(model, tok, name, M, args, authors):
     naive = med.get('naive')
     print(f"\n{name} 1..{M} ({n} instances, {nodes} nodes), stop='all': medians of {args.repeats} paired rounds "
           f"(slow references: 1 run); load average now {os.getloadavg()[0]:.1f}")
-    hdr = f"{'method':<34}{'wall s':>9}{'CPU s':>9}{'x limit':>9}{'(CPU)':>7}{'vs naive':>10}{'(CPU)':>7}  verdicts = naive's"
+    hdr = f"{'method':<34}{'wall s':>9}{'CPU s':>9}{'x limit':>9}{'(CPU)':>7}{'vs naive':>10}{'(CPU)':>7}  verdicts = oracle's"
     print(hdr); print('-' * len(hdr))
     for k, (w, c) in med.items():
         xl = f"{w / med['limit'][0]:9.2f}{c / med['limit'][1]:7.2f}" if 'forward' not in k else f"{w / med['limit'][0]:9.2f}{'':>7}"
