@@ -10,16 +10,28 @@ five methods in one run, on one model built from its config (random weights do n
   limit         one plain causal forward pass over as many tokens as the tries have nodes (same LM-head rows):
                 what the trie pass would cost if attention were free of masks and prefixes
 
+With `--model NAME_OR_FOLDER` (e.g. `smollm2-135m-instruct`, numcook.lm.catalog) the real model's architecture and
+weights run instead, on the real prompts: the ZEH multiplication family's baseline prompt (system "Answer with only
+the integer.", user `a*b=`) through the model's chat template, tokenized by its tokenizer, as `numcook eval zeh`
+verifies it; the shared prompt is the instances' longest common token prefix (the chat header and system turn),
+and each instance's question and chat markers after it are its own tokens. Its gold answers are the real products.
+
 Inputs are tokenised, padded and merged into tries before the clock starts (the same for every method); the
 timed part is the model work: prompt cache, forward passes, tree masks or parent links, LM head and argmax.
 Every method computes the argmax at exactly the verified positions (the question's `=` and each answer token but
 the last); the script reports how often each method's predictions agree with TF's (float rounding differs, the
-paper saw < 1 % disagreement). Table 8 (end-to-end ZEH) runs the strategies of numcook.zeh.verify when that module is
-available. Timings are printed as ratios to TF measured in the same run; device, dtype and versions are recorded.
+paper saw < 1 % disagreement). Table 8 (end-to-end ZEH, `--table8`) runs the strategies of numcook.zeh.verify on the
+multiplication family (sizes 1..`--t8-max-size`, `--t8-stop`): the paper's columns, TF + prefill, numcook's default
+strategy, and a *limit* row: one plain causal pass per trie of the default strategy over exactly its nodes (the
+tokens after the shared prompt), the LM head at as many rows as it verifies (the least compute the answer needs;
+inputs prepared untimed). Timings are printed as ratios to TF (Table 7) or Naive (Table 8) measured in the same
+run; device, dtype and versions are recorded.
 
     python scripts/bench_flashtree.py                                # Qwen2.5-0.5B architecture, 1-99 grid
     python scripts/bench_flashtree.py --preset tiny --max-operand 20 # CPU-sized
     TRITON_INTERPRET=1 python scripts/bench_flashtree.py --preset tiny --max-operand 9 --flashtree-on-cpu
+    python scripts/bench_flashtree.py --model smollm2-135m-instruct --max-operand 5 --table8 --t8-max-size 5   # CPU
+    python scripts/bench_flashtree.py --model smollm2-135m-instruct --max-operand 99 --table8 --t8-max-size 99  # a GPU
 """
 import argparse, json, os, platform, sys, time
 from pathlib import Path
@@ -55,6 +67,17 @@ def instances(max_operand, vocab, suffix_tokens=0):
     suffix = tokenize(SUFFIX, vocab)[:suffix_tokens]
     return [(tokenize(f"{a}×{b}=", vocab) + suffix, tokenize(str(a * b), vocab))
             for a in range(1, max_operand + 1) for b in range(1, max_operand + 1)]
+
+
+def real_instances(model, tok, max_operand):
+    "The real prompts: (shared prompt ids, [(question ids after it, answer ids)]) of every a*b= with max(a, b) <= max_operand."
+    from numcook.zeh.families import get_family
+    from numcook.zeh.verify import Verifier
+    fam = get_family("multiplication")
+    v = Verifier(model, tok, fam, fam.prompt("baseline"))
+    items = v.items([i for n in range(1, max_operand + 1) for i in fam.instances(n)])
+    P = v.prefix.fit(items)   # the longest common prefix, one token short of every prompt (it prefills the model's cache once)
+    return items[0].prompt_ids[:P], [(it.prompt_ids[P:], it.answer_ids) for it in items]
 
 
 def sync(dev):
@@ -158,7 +181,8 @@ def table7(model, args, dev, log=print):
     from numcook.zeh import flashtree as ft
     attn = ft.register()
     V = model.config.vocab_size
-    prompt, insts = prompt_ids(args.prompt_tokens, V), instances(args.max_operand, V, args.suffix_tokens)
+    if args.model: prompt, insts = real_instances(model, args.tokenizer, args.max_operand)
+    else: prompt, insts = prompt_ids(args.prompt_tokens, V), instances(args.max_operand, V, args.suffix_tokens)
     run_flash = dev.type == "cuda" or (args.flashtree_on_cpu and ft._interpreting())
     def make(name, xs):
         "Prepared inputs (untimed: tokenising and trie building) and a thunk running method `name` on them."
@@ -192,7 +216,28 @@ def table7(model, args, dev, log=print):
 
 
 T8_METHODS = {"Naive": "batched", "Naive+LA": "batched_la", "TF": "tf", "TF+LA": "tf_la",
-              "Trie (SDPA)": "trie", "FlashTree": "flashtree"}  # paper column -> numcook.zeh.verify strategy
+              "Trie (SDPA)": "trie", "FlashTree": "flashtree",   # paper column -> numcook.zeh.verify strategy
+              "TF+prefill": "tf_prefill", "numcook default": None, "limit": None}   # (None: the default strategy / the limit)
+
+
+def t8_limit(model, tok, zeh, cfg, dev):
+    "The Table 8 limit: inputs of one plain causal pass per trie of the default strategy's batches (untimed), and its thunk."
+    from numcook.zeh.families import get_family
+    from numcook.zeh.trie import build_trie, verified_nodes
+    fam = get_family(cfg.family)
+    v = zeh.Verifier(model, tok, fam, fam.prompt(cfg.prompt), cfg.slack_tokens)
+    items = v.items([i for n in range(1, cfg.max_size + 1) for i in zeh.size_instances(fam, n, cfg)])
+    P = v.prefix.fit(items)
+    runs = []
+    for b in range(0, len(items), cfg.batch_size):
+        ch = items[b:b + cfg.batch_size]
+        tr = build_trie([it.prompt_ids[P:] + it.answer_ids for it in ch])
+        nv = len(verified_nodes(tr, [len(it.prompt_ids) - P - 1 for it in ch]))
+        runs.append((torch.tensor([tr.tokens], device=dev), torch.arange(nv, device=dev)))
+    def thunk():
+        model.set_attn_implementation("sdpa")
+        with torch.no_grad(): return [model(input_ids=ids, logits_to_keep=keep).logits[0].argmax(-1) for ids, keep in runs]
+    return sum(int(ids.shape[1]) for ids, _ in runs), thunk
 
 
 def table8(model, args, dev, log=print):
@@ -203,7 +248,7 @@ def table8(model, args, dev, log=print):
         return [dict(table=8, method="all", ms=None, note=f"skipped: numcook.zeh.verify not available ({e})")]
     from numcook.zeh import flashtree as ft
     from numcook.lm.testing import toy_chat_tokenizer
-    tok = toy_chat_tokenizer()  # one token per byte; the model's vocabulary is larger, which is fine
+    tok = args.tokenizer if args.model else toy_chat_tokenizer()  # toy: one token per byte; the model's vocabulary is larger, which is fine
     run_flash = dev.type == "cuda" or (args.flashtree_on_cpu and ft._interpreting())
     rows, methods = [], dict(T8_METHODS)
     fs = zeh.get_strategy("flashtree")
@@ -212,20 +257,31 @@ def table8(model, args, dev, log=print):
         if "flashtree_kernel" not in zeh.STRATEGIES:
             zeh.STRATEGIES.register("flashtree_kernel", obj=dataclasses.replace(fs, name="flashtree_kernel", attn_implementation=ft.register()))
         methods["FlashTree"] = "flashtree_kernel"
+    default = zeh.ZehConfig().strategy
     for name, strat in methods.items():
         if name == "FlashTree" and not run_flash:
             rows.append(dict(table=8, method=name, ms=None, note="skipped: needs a GPU (or TRITON_INTERPRET=1 with --flashtree-on-cpu)"))
             continue
-        cfg = zeh.ZehConfig(family="multiplication", strategy=strat, max_size=args.t8_max_size, stop=args.t8_stop,
+        cfg = zeh.ZehConfig(family="multiplication", strategy=strat or default, max_size=args.t8_max_size, stop=args.t8_stop,
                             batch_size=args.batch, device=dev.type, dtype=str(model.dtype).replace("torch.", ""))
+        if name == "limit":
+            nodes, thunk = t8_limit(model, tok, zeh, cfg, dev)
+            ms, _ = timed(thunk, dev, 1)
+            rows.append(dict(table=8, method=name, ms=round(ms, 2), tokens=nodes, stop=args.t8_stop,
+                             note=f"one causal pass per trie of the default ({default}), {nodes} nodes; no prompt, no mask"))
+            log(f"T8 {name:15s} {ms:10.1f} ms  tokens={nodes}")
+            continue
         ms, summ = timed(lambda: zeh.zero_error_horizon(model, tok, cfg), dev, 1)
-        rows.append(dict(table=8, method=name, strategy=strat, ms=round(ms, 2), zeh=summ.get("zeh"),
+        rows.append(dict(table=8, method=name, strategy=cfg.strategy, ms=round(ms, 2), zeh=summ.get("zeh"),
                          instances=summ.get("samples"), correct=summ.get("correct"), stop=args.t8_stop,
                          note="Triton interpreter on CPU: not a speed measurement" if name == "FlashTree" and dev.type == "cpu" else ""))
-        log(f"T8 {name:12s} {ms:10.1f} ms  zeh={summ.get('zeh')}")
+        log(f"T8 {name:15s} {ms:10.1f} ms  zeh={summ.get('zeh')}")
     model.set_attn_implementation("sdpa")
     base = rows[0].get("ms")
-    for r in rows: r["speedup_vs_Naive"] = round(base / r["ms"], 3) if r.get("ms") and base else None
+    lim = next((r["ms"] for r in rows if r["method"] == "limit" and r.get("ms")), None)
+    for r in rows:
+        r["speedup_vs_Naive"] = round(base / r["ms"], 3) if r.get("ms") and base else None
+        r["x_limit"] = round(r["ms"] / lim, 3) if r.get("ms") and lim else None   # the method's time over the limit's
     return rows
 
 
@@ -241,6 +297,9 @@ def environment(dev, dtype):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="qwen2.5-0.5b", choices=sorted(PRESETS), help="model architecture (random weights)")
+    ap.add_argument("--model", default=None, help="a real model instead (catalog name, folder or hub id): its weights, "
+                    "tokenizer and chat template (the preset, --layers, --prompt-tokens and --suffix-tokens are then unused)")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's setting)")
     ap.add_argument("--layers", type=int, default=None, help="override the number of layers")
     ap.add_argument("--max-operand", type=int, default=99, help="grid 1..max_operand squared (99: 9801 instances)")
     ap.add_argument("--prompt-tokens", type=int, default=24, help="length of the shared prompt (Qwen2.5 tokenises the paper's prompt into roughly this many)")
@@ -263,28 +322,45 @@ def main(argv=None):
     dev = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else ("cpu" if args.device == "auto" else args.device))
     dtype = {"auto": torch.bfloat16 if dev.type == "cuda" else torch.float32, "float16": torch.float16,
              "bfloat16": torch.bfloat16, "float32": torch.float32}[args.dtype]
-    cfg_kw = dict(PRESETS[args.preset])
-    if args.layers: cfg_kw["num_hidden_layers"] = args.layers
-    torch.manual_seed(args.seed)
-    cfg = Qwen2Config(**cfg_kw)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype).to(dev).eval()
+    if args.threads: torch.set_num_threads(args.threads)
+    os.environ.setdefault("NUMCOOK_PROGRESS", "0")
+    if args.model:
+        from numcook.lm.models import load_model_and_tokenizer
+        model, args.tokenizer = load_model_and_tokenizer(args.model, str(dev), str(dtype).replace("torch.", ""))
+        model.set_attn_implementation("sdpa")
+        cfg = model.config
+        cfg_kw = {k: getattr(cfg, k, None) for k in ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                                                        "num_attention_heads", "num_key_value_heads", "tie_word_embeddings")}
+    else:
+        cfg_kw = dict(PRESETS[args.preset])
+        if args.layers: cfg_kw["num_hidden_layers"] = args.layers
+        torch.manual_seed(args.seed)
+        cfg = Qwen2Config(**cfg_kw)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype).to(dev).eval()
     env = environment(dev, dtype)
+    env["model"] = Path(args.model).name if args.model else f"{args.preset} (random weights)"
+    env["threads"] = torch.get_num_threads()
     print(json.dumps(env))
+    args.tokenizer = getattr(args, "tokenizer", None)
     rows = table7(model, args, dev)
     if args.table8: rows += table8(model, args, dev)
-    print(f"\n{'method':15s} {'ms':>10s} {'speedup':>9s}  vs    {'agree w/ TF':>11s} {'ZEH':>4s}")
+    print(f"\n{'method':18s} {'ms':>10s} {'speedup':>9s}  vs    {'x limit':>7s} {'agree w/ TF':>11s} {'ZEH':>4s}")
+    lim7 = next((r["ms"] for r in rows if r["table"] == 7 and r["method"] == "limit" and r.get("ms")), None)
     for r in rows:
+        if r["table"] == 7: r["x_limit"] = round(r["ms"] / lim7, 3) if r.get("ms") and lim7 else None
         ms = f"{r['ms']:10.1f}" if r.get("ms") else f"{'-':>10s}"
         sp, base = (r.get("speedup_vs_TF"), "TF   ") if r["table"] == 7 else (r.get("speedup_vs_Naive"), "Naive")
         sp = f"{sp:8.2f}x  {base}" if sp else f"{'-':>9s}  {base}"
-        print(f"T{r['table']} {r['method']:12s} {ms} {sp} {str(r.get('agree_with_TF', '')):>11s} "
+        xl = f"{r['x_limit']:7.2f}" if r.get("x_limit") else f"{'-':>7s}"
+        print(f"T{r['table']} {r['method']:15s} {ms} {sp} {xl} {str(r.get('agree_with_TF', '')):>11s} "
               f"{str(r.get('zeh', '')):>4s} {r.get('note', '')}")
     if args.out:
         import pandas as pd
         out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame([{**env, "preset": args.preset, "layers": cfg.num_hidden_layers, "max_operand": args.max_operand,
+        pd.DataFrame([{**env, "preset": args.preset if not args.model else "", "layers": cfg.num_hidden_layers, "max_operand": args.max_operand,
                        "batch": args.batch, **r} for r in rows]).to_csv(out / "bench_flashtree.csv", index=False)
-        (out / "bench_flashtree.json").write_text(json.dumps(dict(env=env, args=vars(args), config=cfg_kw, rows=rows), indent=1))
+        a = {k: v for k, v in vars(args).items() if k != "tokenizer"}
+        (out / "bench_flashtree.json").write_text(json.dumps(dict(env=env, args=a, config=cfg_kw, rows=rows), indent=1))
     return 0
 
 

@@ -1,6 +1,29 @@
 """Time every ZEH verification strategy on one model and one instance set, in one run, and print ratios.
 
-Two workloads, as in the ZEH paper's Tables 7 and 8:
+Two models:
+
+- `--model NAME_OR_FOLDER` (e.g. `smollm2-135m-instruct`, numcook.lm.catalog): the real model, its tokenizer and
+  chat template, the real gold answers, verifying whole grids with `stop='all'` as `numcook eval zeh --stop all`
+  does (`--families multiplication:16,parity:7`: family and largest size). Per family it prints, paired and
+  alternating (`--repeats` rounds, medians), the wall and CPU seconds of
+  - *limit*: one plain causal forward pass per trie of the default strategy over exactly its nodes (the tokens
+    after the shared prompt, as many as the instances' trie has), the LM head at as many rows as the trie has
+    verified nodes, and their argmax: inputs prepared untimed, no prompt cache, no mask. It is the least compute
+    the answer needs: what the trie pass would cost if attention came free of prefixes and tree structure;
+  - the fast strategies (`--strategies`: the default, the SDPA trie, TF + prefill), each timed as
+    `zero_error_horizon` (tokenisation, prompt cache, judging and the limiter's greedy answer included);
+  - the slow greedy references (`--slow`: naive greedy decoding one instance at a time, and batched greedy
+    decoding), timed once (they are the oracle, and slow);
+  - with `--authors`, on the multiplication grid, the authors' TF + prefill (their `run_prefill_verification`)
+    on their own tasks (`generate_tasks(1, M, tokenizer)`: their prompt, which is numcook's baseline prompt,
+    rendered and tokenized by them; the gold answers theirs, a*b), timed whole: task building + verification.
+    Their code only has the multiplication grid, so the other families have no authors' row.
+  The ratios: *x limit* is the method's time over the limit's (1.00 = at the limit); *vs naive* is naive greedy
+  decoding's time over the method's. Every method's per-instance verdicts are compared with naive greedy
+  decoding's (the definition), from a first untimed round that writes the records.
+- the tiny random models (no `--model`): as before, described next.
+
+Tiny models. Two workloads, as in the ZEH paper's Tables 7 and 8:
 - verification: every instance of the 1..max_size multiplication grid (9801 for 99), `stop='all'`;
 - end to end: computing the horizon (`stop='horizon'`) when the model's horizon is `--horizon`.
 
@@ -11,6 +34,7 @@ model's own greedy answers (computed once, untimed), so every instance is correc
 the first instance of size horizon+1, whose gold is changed: that makes the horizon exactly `--horizon`.
 Every strategy must report the same horizon and limiter (and, for verification, the same per-instance verdicts).
 
+    python scripts/bench_zeh.py --model smollm2-135m-instruct --authors /path/to/zeh    # the real model, CPU
     python scripts/bench_zeh.py                      # CPU, tiny Llama, 1..99 grid
     python scripts/bench_zeh.py --arch qwen2.5-0.5b --device cuda --dtype bfloat16
     python scripts/bench_zeh.py --arch qwen2 --authors /path/to/zeh --repeats 3   # paired with the authors' code
@@ -21,20 +45,24 @@ times (medians): their TF + prefill (`run_prefill_verification` of `scripts/spee
 (`run_sdpatrie_verification`, `max_nodes_per_batch` 4096), each on the tasks of their `generate_tasks(1, 99, tok)`
 (their chat prompt, the same as numcook's baseline prompt, tokenized by them) with the model's own answers as
 the gold answers (the same work as numcook's run: every instance right). Their time is the wall time of task
-building plus the verification call (their own forward-only timer is printed beside it); numcook's is the wall
-time of `zero_error_horizon` (tokenisation included). Their code calls `torch.cuda` timers and memory counters,
-which are made no-ops on a machine without CUDA, and index KV caches as transformers 4 did (`cache[i]`), which
-is provided under transformers 5. Ratios are their time over numcook's.
+building plus the verification call, tokenisation included, as numcook's is the wall time of `zero_error_horizon`
+(tokenisation included): both whole (their own forward-only timer is printed beside it). CPU seconds of this
+process are printed beside the wall seconds (torch runs one thread: robust to other users of a shared machine).
+Their code calls `torch.cuda` timers and memory counters, which are made no-ops on a machine without CUDA, and
+index KV caches as transformers 4 did (`cache[i]`), which is provided under transformers 5. Ratios are their time
+over numcook's.
 """
-import argparse, dataclasses, os, statistics, subprocess, sys, time
+import argparse, dataclasses, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 import torch
 from numcook.zeh.families import get_family, relabel
 from numcook.lm.models import DTYPES
-from numcook.zeh.verify import STRATEGIES, Verifier, ZehConfig, greedy_decode, zero_error_horizon
+from numcook.zeh.verify import STRATEGIES, Verifier, ZehConfig, greedy_decode, size_instances, zero_error_horizon
+from numcook.zeh.trie import build_trie, verified_nodes
 from numcook.lm.testing import toy_chat_tokenizer, toy_model
 
 QWEN25_05B = dict(hidden=896, layers=24, heads=14, kv_heads=2, vocab_size=151936, intermediate=4864)  # Qwen2.5-0.5B
+DEFAULT = ZehConfig().strategy
 
 
 class DigitsOnly(torch.nn.Module):
@@ -78,6 +106,13 @@ def sync(device):
     if str(device).startswith('cuda'): torch.cuda.synchronize()
 
 
+def clock(fn, device='cpu'):
+    "(result, wall seconds, CPU seconds of this process) of fn()."
+    sync(device); w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    sync(device); return out, time.perf_counter() - w, time.process_time() - c
+
+
 def time_all(model, tok, fam, strategies, cfg, bs, trie_bs):
     rows = {}
     for s in strategies:
@@ -100,11 +135,12 @@ class Authors:
             import speedtest, utils as their_utils
         self.speedtest, self.utils = speedtest, their_utils
         self.commit = subprocess.run(['git', '-C', str(root), 'rev-parse', '--short', 'HEAD'], capture_output=True,
-                                     text=True).stdout.strip() or 'unknown commit'
+                                     text=True).stdout.strip() or 'a checkout without git history'
 
     def tasks(self, tok, golds_ab, max_size):
-        "Their tasks for the 1..max_size grid, their prompts tokenized by them, with the model's own answers as gold."
+        "Their tasks for the 1..max_size grid, their prompts tokenized by them; gold answers replaced by `golds_ab` if given."
         tasks = self.utils.generate_tasks(1, max_size, tok)
+        if golds_ab is None: return tasks
         for t in tasks:
             g = golds_ab[t['a'], t['b']]
             t['answer'] = g
@@ -113,7 +149,7 @@ class Authors:
         return tasks
 
     def run(self, method, model, tok, golds_ab, max_size, device, dtype):
-        "(wall seconds of task building + verification, their forward-only seconds, all verdicts right)."
+        "(their verdicts keyed by (a, b), their forward-only seconds): task building + verification, as they run it."
         from unittest import mock
         from transformers import DynamicCache
         nocuda = [mock.patch.object(torch.cuda, f, lambda *a, **k: 0) for f in
@@ -122,32 +158,31 @@ class Authors:
             nocuda.append(mock.patch.object(DynamicCache, '__getitem__', lambda c, i: (c.layers[i].keys, c.layers[i].values), create=True))
         for m in nocuda: m.start()
         try:
-            t0 = time.perf_counter()
             tasks = self.tasks(tok, golds_ab, max_size)
             if method == 'tf_prefill':
                 res, fwd, _ = self.speedtest.run_prefill_verification(model, tok, tasks, device, dtype, batch_size=64)
             else:
                 res, fwd, _ = self.speedtest.run_sdpatrie_verification(model, tok, tasks, device, dtype, max_nodes_per_batch=4096)
-            return time.perf_counter() - t0, fwd, all(res)
+            return {(t['a'], t['b']): bool(r) for t, r in zip(tasks, res)}, fwd
         finally:
             for m in nocuda: m.stop()
 
 
 def paired(model, tok, fam, golds_ab, authors, strategies, cfg, bs, trie_bs, repeats, device, dtype):
-    "Median wall seconds of the authors' paths and numcook's strategies, alternating, `repeats` times."
+    "Median wall and CPU seconds of the authors' paths and numcook's strategies, alternating, `repeats` times."
     times = {}
+    def add(k, w, c): times.setdefault(k, []).append((w, c))
     for r in range(repeats):
         for m in ('tf_prefill', 'sdpa_trie'):
-            w, fwd, ok = authors.run(m, model, tok, golds_ab, cfg.max_size, device, dtype)
-            times.setdefault(f'authors {m}', []).append(w); times.setdefault(f'authors {m} (forward only)', []).append(fwd)
-            assert ok, f'the authors {m} found a wrong answer among the model\'s own'
+            (res, fwd), w, c = clock(lambda: authors.run(m, model, tok, golds_ab, cfg.max_size, device, dtype), device)
+            add(f'authors {m}', w, c); add(f'authors {m} (forward only)', fwd, float('nan'))
+            assert all(res.values()), f'the authors {m} found a wrong answer among the model\'s own'
         for s in strategies:
-            c = dataclasses.replace(cfg, strategy=s, batch_size=trie_bs if s in ('trie', 'flashtree') else bs)
-            sync(device); t = time.perf_counter()
-            summ = zero_error_horizon(model, tok, c, family=fam)
-            sync(device); times.setdefault(s, []).append(time.perf_counter() - t)
+            c_ = dataclasses.replace(cfg, strategy=s, batch_size=trie_bs if s in ('trie', 'flashtree') else bs)
+            summ, w, c = clock(lambda: zero_error_horizon(model, tok, c_, family=fam), device)
+            add(s, w, c)
             assert summ['zeh'] == cfg.max_size, (s, summ['zeh'])
-    return {k: statistics.median(v) for k, v in times.items()}
+    return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
 
 
 def report(title, rows):
@@ -160,25 +195,145 @@ def report(title, rows):
         print(f"{s:<11} {t * 1000:10.0f} {vn:>9} {vt:>7}")
 
 
+# ---------------------------------------------------------------- the real model
+def limit_inputs(model, tok, fam, cfg):
+    "The default strategy's tries of the grid (its batches, after the shared prompt): [(node tokens [1, N], LM-head rows)], nodes, P."
+    v = Verifier(model, tok, fam, fam.prompt(cfg.prompt), cfg.slack_tokens)
+    items = v.items([i for n in range(cfg.min_size, cfg.max_size + 1) for i in size_instances(fam, n, cfg)])
+    P = min(len(it.prompt_ids) for it in items) - 1            # the shared prompt, as PrefixCache.fit finds it
+    while any(it.prompt_ids[:P] != items[0].prompt_ids[:P] for it in items): P -= 1
+    out, bs = [], STRATEGIES[DEFAULT].batch_size or cfg.batch_size
+    for b in range(0, len(items), bs):
+        ch = items[b:b + bs]
+        tr = build_trie([it.prompt_ids[P:] + it.answer_ids for it in ch])
+        nv = len(verified_nodes(tr, [len(it.prompt_ids) - P - 1 for it in ch]))
+        out.append((torch.tensor([tr.tokens], device=v.device), torch.arange(nv, device=v.device)))
+    return out, sum(t.shape[1] for t, _ in out), P, len(items)
+
+
+@torch.no_grad()
+def run_limit(model, inputs):
+    "One plain causal pass per trie over as many tokens as it has nodes; the LM head at as many rows as it verifies; argmax."
+    model.set_attn_implementation('sdpa')
+    return [model(input_ids=ids, logits_to_keep=keep).logits[0].argmax(-1) for ids, keep in inputs]
+
+
+def verdicts(model, tok, cfg, fam):
+    "{instance id: correct} of a run with `cfg`, from its records (an untimed run with a results folder)."
+    with tempfile.TemporaryDirectory() as d:
+        zero_error_horizon(model, tok, cfg, d, family=fam)
+        return {r['id']: r['correct'] for r in map(json.loads, Path(d, 'results.jsonl').read_text().splitlines())}
+
+
+def real_family(model, tok, name, M, args, authors):
+    "The limit, the fast strategies (paired rounds), the slow greedy references and the authors' TF + prefill on one grid."
+    fam = get_family(name)
+    cfg = ZehConfig(family=name, max_size=M, stop='all', batch_size=args.batch_size)
+    lim, nodes, P, n = limit_inputs(model, tok, fam, cfg)
+    fast = [s for s in args.strategies.split(',') if s]
+    slow = [s for s in args.slow.split(',') if s]
+    cfgs = {s: dataclasses.replace(cfg, strategy=s) for s in fast + slow}
+    print(f"\n{name} 1..{M}: {n} instances, shared prompt {P} tokens, {nodes} trie nodes after it in {len(lim)} tries "
+          f"(the default's batches of {cfg.batch_size}); load average {os.getloadavg()[0]:.1f}", flush=True)
+    T = {}
+    def add(k, w, c): T.setdefault(k, []).append((w, c))
+    ref, agree = None, {}
+    for s in slow:       # timed once, with a results folder (its records give the verdicts; the folder costs little here)
+        got, w, c = clock(lambda: verdicts(model, tok, cfgs[s], fam)); add(s, w, c)
+        if ref is None: ref = got
+        agree[s] = got == ref
+        print(f"  {s}: {w:.1f}s wall, {c:.1f}s CPU; load average {os.getloadavg()[0]:.1f}", flush=True)
+    for s in fast: agree[s] = verdicts(model, tok, cfgs[s], fam) == ref if ref is not None else None   # (untimed; a warm-up)
+    golds = None
+    if authors is not None and name == 'multiplication':
+        byab = {(int(i.fields['a']), int(i.fields['b'])): i.id for k in range(1, M + 1) for i in fam.instances(k)}
+        theirs, _ = authors.run('tf_prefill', model, tok, None, M, str(model.device), model.dtype)
+        agree['authors tf_prefill'] = {byab[ab]: ok for ab, ok in theirs.items()} == ref if ref is not None else None
+    run_limit(model, lim[:1])
+    for r in range(args.repeats):
+        _, w, c = clock(lambda: run_limit(model, lim)); add('limit', w, c)
+        for s in fast:
+            summ, w, c = clock(lambda: zero_error_horizon(model, tok, cfgs[s], family=fam)); add(s, w, c)
+        if 'authors tf_prefill' in agree:
+            (_, fwd), w, c = clock(lambda: authors.run('tf_prefill', model, tok, None, M, str(model.device), model.dtype))
+            add('authors tf_prefill', w, c); add('authors tf_prefill (forward only)', fwd, float('nan'))
+        print(f"  round {r + 1}: " + ', '.join(f"{k} {v[-1][0]:.1f}s" for k, v in T.items() if 'forward' not in k and k not in slow)
+              + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in T.items()}
+    naive = med.get('naive')
+    print(f"\n{name} 1..{M} ({n} instances, {nodes} nodes), stop='all': medians of {args.repeats} paired rounds "
+          f"(slow references: 1 run); load average now {os.getloadavg()[0]:.1f}")
+    hdr = f"{'method':<34}{'wall s':>9}{'CPU s':>9}{'x limit':>9}{'(CPU)':>7}{'vs naive':>10}{'(CPU)':>7}  verdicts = oracle's"
+    print(hdr); print('-' * len(hdr))
+    for k, (w, c) in med.items():
+        xl = f"{w / med['limit'][0]:9.2f}{c / med['limit'][1]:7.2f}" if 'forward' not in k else f"{w / med['limit'][0]:9.2f}{'':>7}"
+        vn = f"{naive[0] / w:9.2f}x{naive[1] / c:6.2f}x" if naive and c == c else f"{'':>17}"
+        tag = ' (default)' if k == DEFAULT else ''
+        ok = {True: 'yes', False: 'no', None: '-'}[agree.get(k)] + (' (the oracle)' if slow and k == slow[0] else '')
+        print(f"{k + tag:<34}{w:9.2f}{c:9.2f}{xl}{vn}  {ok}")
+    if 'authors tf_prefill' in med:
+        print("  authors tf_prefill: their run_prefill_verification (batch 64) on their generate_tasks(1, %d, tokenizer), wall time of "
+              "task building + verification; its verdicts check the answer's tokens, not the end of the answer after them "
+              "(where the model goes on after the right digits it counts right, greedy decoding wrong)" % M)
+    rows = [dict(family=name, max_size=M, instances=n, prompt_tokens=P, trie_nodes=nodes, tries=len(lim),
+                 method=k, default=k == DEFAULT, wall_s=round(w, 4), cpu_s=round(c, 4),
+                 x_limit=round(w / med['limit'][0], 4), x_limit_cpu=round(c / med['limit'][1], 4) if c == c else None,
+                 vs_naive=round(naive[0] / w, 4) if naive else None, oracle=slow[0] if slow else None, agrees_with_oracle=agree.get(k),
+                 rounds=1 if k in slow else args.repeats)
+            for k, (w, c) in med.items() if 'forward' not in k]
+    return rows
+
+
+def real_main(args):
+    from numcook.lm.models import load_model_and_tokenizer
+    model, tok = load_model_and_tokenizer(args.model, None if args.device == 'auto' else args.device,
+                                          None if args.dtype == 'auto' else args.dtype)
+    p = next(model.parameters())
+    print(f"{args.model}: {type(model).__name__}, {sum(x.numel() for x in model.parameters()) / 1e6:.1f}M parameters, {p.dtype}, "
+          f"{p.device}; torch threads {torch.get_num_threads()}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
+    authors = Authors(args.authors) if args.authors else None
+    if authors: print(f"authors' code: joisino/zeh @ {authors.commit} (their TF + prefill on the multiplication grid only: "
+                      f"their code has no other family)")
+    rows = []
+    for spec in args.families.split(','):
+        name, _, M = spec.partition(':')
+        rows += real_family(model, tok, name, int(M or 12), args, authors)
+    if args.csv:
+        import csv
+        with open(args.csv, 'w', newline='') as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--model', default=None, help='a real model (catalog name, folder or hub id): the real-model benchmark')
+    p.add_argument('--families', default='multiplication:16,parity:7', help='with --model: family:largest size, comma-separated')
+    p.add_argument('--csv', default=None, help='with --model: also write the rows (medians, ratios, verdict agreement) to this CSV')
+    p.add_argument('--slow', default='naive,batched', help='with --model: slow greedy references, timed once (the first is the oracle)')
     p.add_argument('--arch', default='llama', choices=['llama', 'qwen2', 'qwen2.5-0.5b'])
     p.add_argument('--hidden', type=int, default=64); p.add_argument('--layers', type=int, default=2)
-    p.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
-    p.add_argument('--dtype', default='float32', choices=sorted(DTYPES))
+    p.add_argument('--device', default=None)
+    p.add_argument('--dtype', default=None, choices=sorted(DTYPES) + ['auto'])
     p.add_argument('--max-size', type=int, default=99, help='verification grid 1..max_size')
     p.add_argument('--horizon', type=int, default=40, help='planted horizon for the end-to-end timing')
-    p.add_argument('--strategies', default=','.join(s for s in STRATEGIES if s != 'flashtree'))
+    p.add_argument('--strategies', default=None, help='strategies timed (with --model: the paired fast ones)')
     p.add_argument('--skip-naive-verify', action='store_true', help='leave naive out of the (long) grid verification')
-    p.add_argument('--batch-size', type=int, default=64); p.add_argument('--trie-batch-size', type=int, default=16, help='instances per trie (the dense mask grows as its square)')
+    p.add_argument('--batch-size', type=int, default=64); p.add_argument('--trie-batch-size', type=int, default=16, help='instances per SDPA trie (the dense mask grows as its square; the tiny models)')
     p.add_argument('--eos-bias', type=float, default=3.0); p.add_argument('--seed', type=int, default=0)
     p.add_argument('--threads', type=int, default=1, help='torch CPU threads')
     p.add_argument('--authors', default=None, help="checkout of github.com/joisino/zeh: time the authors' paths paired with numcook's")
-    p.add_argument('--repeats', type=int, default=3, help='paired repeats (with --authors; medians reported)')
+    p.add_argument('--repeats', type=int, default=3, help='paired repeats (medians reported)')
     p.add_argument('--paired-only', action='store_true', help='with --authors: only the paired grid verification')
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads); os.environ.setdefault('NUMCOOK_PROGRESS', '0')
-    strategies = args.strategies.split(',')
+    if args.model:
+        args.device, args.dtype = args.device or 'auto', args.dtype or 'auto'
+        args.strategies = args.strategies or ','.join(dict.fromkeys([DEFAULT, 'trie', 'tf_prefill']))
+        return real_main(args)
+    args.device = args.device or ('cuda' if torch.cuda.is_available() else 'cpu')
+    args.dtype = args.dtype or 'float32'
+    strategies = (args.strategies or ','.join(s for s in STRATEGIES if s != 'flashtree')).split(',')
     model, tok = build(args)
     mul = get_family('multiplication')
     H = max(args.max_size, args.horizon + 1)
@@ -193,20 +348,20 @@ def main(argv=None):
         authors = Authors(args.authors)
         golds_ab = {(int(i.fields['a']), int(i.fields['b'])): golds[i.size, i.index]
                     for n in range(1, args.max_size + 1) for i in mul.instances(n)}
-        default = ZehConfig().strategy
-        ours = [s for s in strategies if s in ('tf_prefill', 'trie', default)]
+        ours = [s for s in strategies if s in ('tf_prefill', 'trie', DEFAULT)]
         print(f"\npaired with the authors' code (joisino/zeh @ {authors.commit}), 1..{args.max_size} grid, "
               f"{args.repeats} repeats, medians; load average {os.getloadavg()[0]:.1f}")
         t = paired(model, tok, fam, golds_ab, authors, ours, cfg, args.batch_size, args.trie_batch_size, args.repeats,
                    args.device, DTYPES[args.dtype])
         print("  how the anchors were obtained: 'authors tf_prefill' = their run_prefill_verification (batch 64) and 'authors "
               "sdpa_trie' = their run_sdpatrie_verification (4096 nodes per batch), both of their scripts/speedtest.py, on the "
-              "tasks of their generate_tasks(1, %d, tokenizer), wall time of task building + verification; '(forward only)' = "
-              "their own timer; numcook rows = wall time of zero_error_horizon (tokenisation included)" % args.max_size)
-        best = min(t['authors tf_prefill'], t['authors sdpa_trie'])
-        for k, v in t.items():
-            extra = '' if k.startswith('authors') else f"  {best / v:5.2f}x the authors' best path{'  (default)' if k == default else ''}"
-            print(f"  {k:<36} {v * 1000:9.0f} ms{extra}")
+              "tasks of their generate_tasks(1, %d, tokenizer), wall time of task building (tokenisation) + verification; "
+              "'(forward only)' = their own timer; numcook rows = wall time of zero_error_horizon (tokenisation included)" % args.max_size)
+        at = t['authors tf_prefill']
+        print(f"  {'':<36} {'wall ms':>9} {'CPU ms':>9}   authors' TF+prefill (whole) over this: wall, CPU")
+        for k, (w, c) in t.items():
+            extra = '' if k.startswith('authors') else f"  {at[0] / w:5.2f}x {at[1] / c:5.2f}x{'  (default)' if k == DEFAULT else ''}"
+            print(f"  {k:<36} {w * 1000:9.0f} {c * 1000:9.0f}{extra}")
         print(f"load average now {os.getloadavg()[0]:.1f}")
         if args.paired_only: return 0
     print(f"\nverification of the 1..{args.max_size} grid ({sum(mul.count(n) for n in range(1, args.max_size + 1))} instances)")

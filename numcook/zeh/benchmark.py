@@ -27,7 +27,7 @@ class ZehEval(EvalSettings):
     "The settings of `numcook eval zeh`: those every evaluation takes, and the ZEH run's (family, prompt, strategy, sizes)."
     family: str = param('multiplication', aliases=('--tasks',))  # a registered family or 'nupa:<task>' ('list' lists them)
     prompt: str = 'baseline'        # prompt name within the family
-    strategy: str|None = None       # see STRATEGIES (default: tf_prefill in this process, logprobs through a server)
+    strategy: str|None = None       # see STRATEGIES (default: trie_gather in this process, logprobs through a server)
     min_size: int = param(1, lo=1)  # first size verified (the ZEH definition starts at 1)
     max_size: int = param(99, lo=1) # last size verified
     sample: int = param(0, lo=0)    # k > 0: a sampled horizon with k seeded instances per size; 0: exhaustive
@@ -37,7 +37,7 @@ class ZehEval(EvalSettings):
 RUN_LIMIT = 1_000_000   # instances a run verifies at most without --yes
 
 def zeh_run_config(s:ZehEval) -> ZehConfig:
-    "The `ZehConfig` of command-line settings `s` (the strategy: tf_prefill in this process, logprobs through a server)."
+    "The `ZehConfig` of command-line settings `s` (the strategy: trie_gather, the default, in this process; logprobs through a server)."
     strategy = s.strategy or (ZehConfig.strategy if s.backend == 'hf' else 'logprobs')
     return ZehConfig(model=s.model, family=s.family, prompt=s.prompt, strategy=strategy, min_size=s.min_size, max_size=s.max_size,
                      sample=s.sample, seed=s.seed, stop=s.stop, batch_size=s.batch_size, slack_tokens=s.slack_tokens,

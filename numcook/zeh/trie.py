@@ -6,11 +6,13 @@
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
+import numpy as np
 import torch
 from ..lm.runtime import with_cache
 
 # %% auto #0
-__all__ = ['DENSE_MASK_IMPLEMENTATIONS', 'Trie', 'build_trie', 'tree_mask', 'verified_nodes', 'tree_forward']
+__all__ = ['DENSE_MASK_IMPLEMENTATIONS', 'TRIE_ATTENTION', 'Trie', 'build_trie', 'tree_mask', 'verified_nodes', 'tree_forward',
+           'ancestors', 'trie_attention_forward', 'register_trie_attention']
 
 # %% ../../nbs/zeh/31_trie.ipynb #d7c21fbf
 @dataclass
@@ -75,6 +77,7 @@ def verified_nodes(trie:Trie, verify_from:list[int]) -> list[int]:
 
 # %% ../../nbs/zeh/31_trie.ipynb #171f9fb9
 DENSE_MASK_IMPLEMENTATIONS = ('sdpa', 'eager')  # attention implementations that need the dense tree mask
+TRIE_ATTENTION = 'trie_gather'  # attn_implementation name of `trie_attention_forward` (registered by `register_trie_attention`)
 
 @torch.no_grad()
 def tree_forward(model, # a transformers causal LM
@@ -90,7 +93,9 @@ def tree_forward(model, # a transformers causal LM
     kw = dict(input_ids=torch.tensor(trie.tokens, device=dev)[None], position_ids=trie.position_ids(P).to(dev)[None],
               tree_end=end, use_cache=P > 0, **(with_cache(model, cache) if P else {}))
     impl = getattr(model.config, '_attn_implementation', 'sdpa')
-    if impl in DENSE_MASK_IMPLEMENTATIONS:
+    if impl == TRIE_ATTENTION:   # no mask: each node's ancestors, gathered; a 4D mask is taken as given, so none is built
+        kw.update(tree_ancestors=ancestors(trie).to(dev), attention_mask=torch.ones(1, 1, 1, 1, dtype=torch.bool, device=dev))
+    elif impl in DENSE_MASK_IMPLEMENTATIONS:
         dt = None if impl == 'sdpa' else next(model.parameters()).dtype  # eager adds the mask to the scores
         kw['attention_mask'] = tree_mask(end[0], P, dt)[None, None]
     if extra is not None: kw.update(extra(end))
@@ -98,3 +103,56 @@ def tree_forward(model, # a transformers causal LM
     try: return model(**kw).logits[0]
     finally:  # drop the nodes' keys and values, keep the prompt's (also after an error inside the model)
         if P and cache.get_seq_length() > P: cache.crop(P - cache.get_seq_length())
+
+# %% ../../nbs/zeh/31_trie.ipynb #c1a7e0a2
+def ancestors(trie:Trie) -> torch.Tensor:
+    "[N, D] long: row i holds node i's ancestor at each depth 0..depth[i] (itself last), -1 after; D = the deepest depth + 1."
+    N = len(trie)
+    if not N: return torch.zeros(0, 0, dtype=torch.long)
+    par, dep = np.asarray(trie.parent), np.asarray(trie.depth)      # (NumPy: small arrays, many rounds)
+    A = np.full((N, int(dep.max()) + 1), -1, dtype=np.int64)
+    rows = cur = np.arange(N)
+    while len(rows):   # one step up per round: every node writes its current ancestor at that ancestor's depth
+        A[rows, dep[cur]] = cur
+        up = par[cur]
+        keep = up >= 0
+        rows, cur = rows[keep], up[keep]
+    return torch.from_numpy(A)
+
+def trie_attention_forward(module:torch.nn.Module, # the attention layer (its kind only: for SDPA's fallback)
+                           query:torch.Tensor, # [1, H, N, d], one row per trie node
+                           key:torch.Tensor, # [1, H_kv, P + N, d]: the prompt's keys, then the nodes'
+                           value:torch.Tensor, # [1, H_kv, P + N, d]
+                           attention_mask:torch.Tensor|None, # ignored on a trie pass (the ancestors say who sees whom)
+                           scaling:float|None=None, # softmax scale (None: 1/sqrt(d))
+                           dropout:float=0.0, # must be 0 on a trie pass (inference)
+                           tree_ancestors:torch.Tensor|None=None, # `ancestors(trie)` [N, D]; None: an ordinary call, to SDPA
+                           **kwargs) -> tuple[torch.Tensor, None]:
+    "transformers attention function: each trie node attends to the prompt and its gathered ancestors; output [1, N, H, d]."
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # deferred: transformers' internals, on first use
+    if tree_ancestors is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+    B, H, N, d = query.shape
+    Hk, P, D = key.shape[1], key.shape[2] - N, tree_ancestors.shape[1]
+    if B != 1 or dropout: raise ValueError("a trie pass is one trie (batch 1) without dropout")
+    A, g = tree_ancestors.to(key.device), H // Hk
+    q = (query * (d ** -0.5 if scaling is None else scaling)).view(1, Hk, g, N, d).transpose(2, 3).contiguous()  # [1, Hk, N, g, d]
+    idx = A.clamp(min=0).flatten() + P
+    ka, va = (x[0].index_select(1, idx).view(1, Hk, N, D, d) for x in (key, value))         # [1, Hk, N, D, d]
+    s = torch.matmul(q, ka.transpose(-1, -2)).masked_fill_((A < 0)[:, None], float('-inf'))  # [1, Hk, N, g, D]
+    if P:
+        sp = torch.matmul(q.view(1, Hk, N * g, d), key[:, :, :P].transpose(-1, -2)).view(1, Hk, N, g, P)
+        s = torch.cat([sp, s], dim=-1)
+    p = torch.softmax(s, dim=-1)
+    o = torch.matmul(p[..., P:], va)                                                          # [1, Hk, N, g, d]
+    if P: o += torch.matmul(p[..., :P].reshape(1, Hk, N * g, P), value[:, :, :P]).view(o.shape)
+    return o.permute(0, 2, 1, 3, 4).reshape(1, N, H, d), None
+
+def register_trie_attention(name:str=TRIE_ATTENTION) -> str:
+    "Register `trie_attention_forward` (and SDPA's mask function, for its ordinary calls) with transformers; returns `name`."
+    from transformers import AttentionInterface  # deferred: transformers, only when a model is switched to it
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask  # deferred: as above
+    AttentionInterface.register(name, trie_attention_forward)
+    AttentionMaskInterface.register(name, sdpa_mask)
+    return name
+
