@@ -5,7 +5,7 @@ lm-evaluation-harness on the exported tasks. Most tests serve a tiny digits-only
 through the server and lm-evaluation-harness's own `hf` model against numcook on a real pretrained model.
 
 Run time, measured 2026-11-27 on the shared 2-core machine under `nice -n 10` with other jobs keeping its load at 7-10:
-about 14 min in all. The real model takes about 7: its vLLM server starts in ~140 s, exact ZEH on multiplication 1-6
+about 14 min in all (`make test-served` at load 4-6: 9 min 05 s, the real model's part 5.3 min). The real model takes about 7: its vLLM server starts in ~140 s, exact ZEH on multiplication 1-6
 (36 instances) and parentheses 1-6 (126) takes ~20 s and ~100 s (in-process and served), and lm-eval plus `numcook
 eval nupa` on 60 NUPA items ~170 s (one thread each: with two, on the loaded machine, 670 s). The tiny model's tests
 take the other 7 (its server starts in ~140 s; the `numcook eval`/`gsm eval` and `zeh run` round trips ~70 s and
