@@ -1,6 +1,15 @@
 """Served models, for real: a vLLM server on 127.0.0.1 against numcook's in-process backend (generation, prompt
 log-probabilities, ZEH, the three evaluation commands), retries through a fault-injecting proxy, and
-lm-evaluation-harness on the exported tasks.
+lm-evaluation-harness on the exported tasks. Most tests serve a tiny digits-only Qwen2 whose answers they control;
+`TestRealModel` serves the catalog's SmolLM2-135M-Instruct (converted once from its PyPI GGUF) and checks exact ZEH
+through the server and lm-evaluation-harness's own `hf` model against numcook on a real pretrained model.
+
+Run time, measured 2026-11-27 on the shared 2-core machine under `nice -n 10` with other jobs keeping its load at 7-10:
+about 14 min in all (`make test-served` at load 4-6: 9 min 05 s, the real model's part 5.3 min). The real model takes about 7: its vLLM server starts in ~140 s, exact ZEH on multiplication 1-6
+(36 instances) and parentheses 1-6 (126) takes ~20 s and ~100 s (in-process and served), and lm-eval plus `numcook
+eval nupa` on 60 NUPA items ~170 s (one thread each: with two, on the loaded machine, 670 s). The tiny model's tests
+take the other 7 (its server starts in ~140 s; the `numcook eval`/`gsm eval` and `zeh run` round trips ~70 s and
+~40-60 s, lm-eval on its exported tasks ~45-60 s).
 
 The server demands an API key (`VLLM_API_KEY`); numcook reads it from the variable named by `--api-key-env`,
 and no file written may contain it. Run with `make test-served` (it builds `.venv-served` with vLLM and lm-eval,
@@ -11,14 +20,16 @@ from pathlib import Path
 from types import SimpleNamespace
 import pytest
 import torch
+from transformers import AutoTokenizer
 from numcook.lm.backends import HFBackend, OpenAIBackend, RetryPolicy, greedy_choice
 from numcook.nupa.evaluate import evaluate
 from numcook.nupa.tasks import generate as nupa_generate, make_prompt
 from numcook.gsm.generate import generate as gsm_generate
-from numcook.gsm.score import gsm_prompt
+from numcook.gsm.score import gsm_prompt, score_reply
 from numcook.core.errors import NumcookError
 from numcook.core.files import write_jsonl, read_jsonl
 from numcook.zeh.verify import ZehConfig, zero_error_horizon
+from numcook.zeh.families import get_family
 from served_helpers import ROOT, FaultProxy, VllmServer, answer_model, served_python
 from zeh_helpers import scripted_family, expected_horizon
 
@@ -29,11 +40,15 @@ os.environ[KEY_VAR] = KEY
 NUMCOOK = str(Path(sys.executable).parent / 'numcook')   # the console script of this environment
 
 
+def _need_served():
+    if not (os.environ.get('NUMCOOK_SERVED_PYTHON') or os.environ.get('NUMCOOK_SERVED_BASE_URL')):
+        pytest.skip('served-model tests need a vLLM server: run `make test-served` (it builds .venv-served)')
+
+
 @pytest.fixture(scope='session')
 def served(tmp_path_factory):
     "A vLLM server serving a tiny digits-only Qwen2, and the same model in this process."
-    if not (os.environ.get('NUMCOOK_SERVED_PYTHON') or os.environ.get('NUMCOOK_SERVED_BASE_URL')):
-        pytest.skip('served-model tests need a vLLM server: run `make test-served` (it builds .venv-served)')
+    _need_served()
     if os.environ.get('NUMCOOK_SERVED_BASE_URL'):
         d = Path(os.environ['NUMCOOK_SERVED_MODEL_DIR'])
         yield _served(d, os.environ['NUMCOOK_SERVED_BASE_URL']); return
@@ -52,12 +67,118 @@ def _served(model_dir, url):
     return SimpleNamespace(dir=str(model_dir), url=url, hf=hf, srv=srv, tok=hf.tokenizer)
 
 
-def numcook(*args):
-    "Run the numcook command line in a fresh process; its completed process."
+ONE_THREAD = {'OMP_NUM_THREADS': '1', 'TOKENIZERS_PARALLELISM': 'false'}   # a shared 2-core machine: threads only add contention
+
+
+def numcook(*args, env=None):
+    "Run the numcook command line in a fresh process (more variables in `env`); its completed process."
     r = subprocess.run([NUMCOOK, *map(str, args)], capture_output=True, text=True,
-                       env={**os.environ, 'NUMCOOK_PROGRESS': '0'}, cwd=ROOT, timeout=1800)
+                       env={**os.environ, 'NUMCOOK_PROGRESS': '0', **(env or {})}, cwd=ROOT, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
     return r
+
+
+def run_lm_eval(model_dir, tasks_dir, tasks, out, *extra):
+    "lm-evaluation-harness's own `hf` model on exported tasks (greedy, batch 1): its samples per task in document order, and its results."
+    py = served_python() or pytest.skip('lm-eval runs from the vLLM environment (.venv-served)')
+    r = subprocess.run([str(py), '-m', 'lm_eval', '--model', 'hf', '--model_args', f'pretrained={model_dir},dtype=float32',
+                        '--include_path', str(tasks_dir), '--tasks', tasks, '--device', 'cpu', '--batch_size', '1',
+                        '--log_samples', '--output_path', str(out), *extra],
+                       capture_output=True, text=True, cwd=Path(out).parent, timeout=1800,
+                       env={**os.environ, 'HF_DATASETS_OFFLINE': '1', 'HF_HUB_OFFLINE': '1', **ONE_THREAD})
+    assert r.returncode == 0, r.stderr[-4000:]
+    samples = {f.name.removeprefix('samples_').rsplit('_', 1)[0]: sorted(read_jsonl(f), key=lambda s: s['doc_id'])
+               for f in Path(out).rglob('samples_*.jsonl')}
+    return samples, json.loads(next(Path(out).rglob('results_*.json')).read_text())['results']
+
+
+def budget_oracle(docs):
+    "The answer budget of every NUPA document by the documented rule, computed here: 2 x the longest gold of its task and length + 4."
+    longest = {}
+    for d in docs: longest[d['task'], d['length']] = max(longest.get((d['task'], d['length']), 0), len(str(d['answer'])))
+    return {d['id']: 2 * longest[d['task'], d['length']] + 4 for d in docs}
+
+
+REAL_MODEL = 'smollm2-135m-instruct'
+
+
+@pytest.fixture(scope='session')
+def real_model_dir():
+    "The catalog's SmolLM2-135M-Instruct folder (`numcook models path` converts the PyPI package's GGUF on first use)."
+    _need_served()
+    if served_python() is None: pytest.skip(f"no vLLM environment at {os.environ['NUMCOOK_SERVED_PYTHON']}: run `make env-served`")
+    return numcook('models', 'path', REAL_MODEL).stdout.strip().splitlines()[-1]
+
+
+class TestRealModel:
+    """A real pretrained chat model, SmolLM2-135M-Instruct (float32, its chat template), served by vLLM from its converted
+    folder: exact ZEH through the server against numcook in this process. The class's server is stopped when its tests
+    end, before lm-eval runs the model and before the tiny model's server starts (an idle vLLM CPU worker still polls)."""
+
+    @pytest.fixture(scope='class')
+    @classmethod
+    def real(cls, real_model_dir, tmp_path_factory):
+        "vLLM serving the converted folder (float32, 1,024 positions: a prompt and its answer take under 120), and the folder in this process."
+        root = tmp_path_factory.mktemp('real')
+        server = VllmServer(real_model_dir, root / 'vllm.log', KEY, max_model_len=1024).start()
+        try: yield _served(real_model_dir, server.base_url)
+        finally: server.stop()
+
+    # multiplication 1-6: every instance wrong (the model writes sentences), at different first tokens; parentheses 1-6:
+    # 126 instances, some right ('No' and its end token), some wrong at the first token, some whose gold answer is the
+    # greedy prefix but not the whole answer ('Yes. The parentheses ...': the greedy fallback, through the server too)
+    @pytest.mark.parametrize('family', ['multiplication', 'parentheses'])
+    def test_zeh_through_the_server_gives_the_in_process_verdicts(self, real, family, tmp_path):
+        "Exact ZEH from vLLM's prompt log-probabilities gives in-process teacher forcing's verdict, greedy text and limiter on every instance."
+        runs = {}
+        for name, backend, strategy in [('tf', real.hf, 'tf'), ('served', real.srv, 'logprobs')]:
+            cfg = ZehConfig(model=real.dir, family=family, strategy=strategy, max_size=6, stop='all', batch_size=8)
+            summ = zero_error_horizon(backend, real.tok, cfg, tmp_path / name)
+            runs[name] = summ, {r['id']: r for r in read_jsonl(tmp_path / name / 'results.jsonl')}
+        (s_tf, r_tf), (s_srv, r_srv) = runs['tf'], runs['served']
+        fam = get_family(family)
+        assert sorted(r_srv) == sorted(r_tf) and len(r_tf) == sum(fam.count(n) for n in range(1, 7))
+        verdict = lambda r: (r['prompt'], r['correct'], r['output'], r.get('output_prefix'), r['how'].replace('logprobs', 'tf'))
+        assert {i: verdict(r) for i, r in r_srv.items()} == {i: verdict(r) for i, r in r_tf.items()}
+        assert (s_srv['zeh'], s_srv['limiter']) == (s_tf['zeh'], s_tf['limiter'])
+        assert all(r['prompt'].startswith('<|im_start|>system\n') and r['prompt'].endswith('<|im_start|>assistant\n') for r in r_tf.values())
+        for r in r_tf.values():                                      # the verdicts mean what they say (the family's own reader)
+            if r['correct']: assert fam.parse(r['output']) == r['gold'], r
+            else: assert (r['output'] is None or fam.parse(r['output']) != r['gold']) and r.get('output_prefix') != r['gold'], r
+        hows = {(r['correct'], r['how']) for r in r_tf.values()}
+        if family == 'parentheses': assert hows == {(True, 'tf'), (False, 'tf'), (False, 'tf+fallback')}, hows
+        else: assert {c for c, _ in hows} == {False} and len({r.get('output_prefix') for r in r_tf.values()}) >= 3
+        wrong = [r for r in r_tf.values() if not r['correct']]       # ZEH's definition, from the records: the smallest size with an error,
+        first = min(wrong, key=lambda r: (r['size'], r['index']))     # and its first wrong instance
+        assert s_tf['zeh'] == first['size'] - 1 and s_tf['limiter']['id'] == first['id']
+        if family == 'multiplication': assert s_tf['zeh'] == 0
+
+
+def test_lm_eval_hf_on_the_real_model_scores_every_sample_as_numcook_eval(real_model_dir, tmp_path):
+    "lm-eval's `hf` model (chat template) on exported NUPA tasks: numcook eval nupa's prompt, budget, output and scores on every sample."
+    tasks, lengths, n = 'add_integer,max_integer', '1-3', '10'
+    numcook('export', 'lm-eval', '--out', tmp_path / 'tasks', '--tasks', tasks, '--lengths', lengths, '--n', n, '--gsm-subsets', '')
+    samples, results = run_lm_eval(real_model_dir, tmp_path / 'tasks', 'numcook_nupa', tmp_path / 'lm_eval', '--apply_chat_template')
+    numcook('eval', 'nupa', '--model', REAL_MODEL, '--tasks', tasks, '--lengths', lengths, '--n', n, '--device', 'cpu',
+            '--out', tmp_path / 'numcook', env=ONE_THREAD)
+    ours = {r['id']: r for r in read_jsonl(tmp_path / 'numcook' / 'results.jsonl')}
+    theirs = {s['doc']['id']: s for ss in samples.values() for s in ss}
+    assert sorted(samples) == ['numcook_nupa_add_integer', 'numcook_nupa_max_integer'] and sorted(theirs) == sorted(ours)
+    assert len(ours) == 60
+    budget = budget_oracle([s['doc'] for s in theirs.values()])
+    for i, s in theirs.items():
+        ctx, gen = s['arguments']['gen_args_0']['arg_0'], s['arguments']['gen_args_0']['arg_1']
+        assert ctx == ours[i]['prompt'], i                        # the same prompt as sent (chat template included)
+        assert gen['max_gen_toks'] == s['doc']['max_new_tokens'] == budget[i], i   # the documented budget, per task and length
+        assert s['resps'][0][0] == ours[i]['output'], i          # the same greedy text
+        assert {m: s[m] for m in ('exact_match', 'digit_match', 'dlength')} == {m: ours[i][m] for m in ('exact_match', 'digit_match', 'dlength')}, i
+    for task, ss in samples.items():
+        assert results[task]['exact_match,none'] == pytest.approx(sum(ours[s['doc']['id']]['exact_match'] for s in ss) / len(ss))
+    tok = AutoTokenizer.from_pretrained(real_model_dir)
+    used = [len(tok(ours[i]['output'], add_special_tokens=False)['input_ids']) for i in theirs]
+    assert any(u == budget[i] for u, i in zip(used, theirs))     # some answers run to their budget: the rule decides the text
+    assert any(u < budget[i] for u, i in zip(used, theirs))      # others end by themselves
+    assert len({budget[i] for i in theirs}) >= 4
 
 
 def test_server_tokenizes_exactly_as_saved(served):
@@ -145,7 +266,7 @@ def test_zeh_run_backend_openai_matches_tf(served, tmp_path):
     assert recs['srv'] == recs['tf']
     assert {i: c for i, (c, _) in recs['greedy'].items()} == {i: c for i, (c, _) in recs['tf'].items()}
     cfg = json.loads((tmp_path / 'srv' / 'config.json').read_text())
-    assert (cfg['strategy'], cfg['backend']['backend'], cfg['backend']['api_key_env']) == ('logprobs', 'openai', KEY_VAR)
+    assert (summ['srv']['strategy'], cfg['backend']['backend'], cfg['backend']['api_key_env']) == ('logprobs', 'openai', KEY_VAR)
     for f in tmp_path.rglob('*'): assert f.is_dir() or KEY not in f.read_text(), f
 
 
@@ -210,37 +331,30 @@ def test_failures_that_retrying_cannot_mend_are_one_line_errors(served, tmp_path
 
 
 def test_lm_eval_exact_match_equals_numcook(served, tmp_path):
-    "lm-eval (`--model hf`) on the exported tasks scores every sample exactly as numcook's own evaluation does."
+    "lm-eval (`--model hf`) on the exported tasks scores every sample exactly as numcook's own evaluation does, each NUPA document with its own budget."
+    # the bare question ('nupa' style): the random tiny model reads it in few enough tokens to get some answers right
     numcook('export', 'lm-eval', '--out', tmp_path / 'tasks', '--tasks', 'add_integer,max_integer,digit_max_integer',
-            '--lengths', '1-2', '--n', '10', '--gsm-subsets', 'medium,symbolic', '--gsm-ops', '2-3', '--gsm-per-op', '2',
+            '--lengths', '1-2', '--n', '10', '--prompt-style', 'nupa', '--gsm-subsets', 'medium,symbolic', '--gsm-ops', '2-3', '--gsm-per-op', '2',
             '--gsm-max-new-tokens', '16')
-    py = served_python() or pytest.skip('lm-eval runs from the vLLM environment (.venv-served)')
-    r = subprocess.run([str(py), '-m', 'lm_eval', '--model', 'hf', '--model_args', f'pretrained={served.dir},dtype=float32',
-                        '--include_path', str(tmp_path / 'tasks'), '--tasks', 'numcook_nupa,numcook_gsm', '--device', 'cpu',
-                        '--batch_size', '1', '--log_samples', '--output_path', str(tmp_path / 'lm_eval')],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=1800,
-                       env={**os.environ, 'HF_DATASETS_OFFLINE': '1', 'HF_HUB_OFFLINE': '1', 'TOKENIZERS_PARALLELISM': 'false'})
-    assert r.returncode == 0, r.stderr[-4000:]
-    samples = {}
-    for f in (tmp_path / 'lm_eval').rglob('samples_*.jsonl'):
-        task = f.name.removeprefix('samples_').rsplit('_', 1)[0]
-        samples[task] = read_jsonl(f)
-    results = json.loads(next((tmp_path / 'lm_eval').rglob('results_*.json')).read_text())['results']
+    samples, results = run_lm_eval(served.dir, tmp_path / 'tasks', 'numcook_nupa,numcook_gsm', tmp_path / 'lm_eval')
     cfg = json.loads((tmp_path / 'tasks' / 'config.json').read_text())
     assert sorted(samples) == sorted(cfg['lm_eval_tasks'])
     hits = 0
     for task, ss in samples.items():
         docs = read_jsonl(tmp_path / 'tasks' / 'data' / f"{task.removeprefix('numcook_')}.jsonl")
-        budget = int((tmp_path / 'tasks' / f'{task}.yaml').read_text().split('max_gen_toks: ')[1].split()[0])
-        assert [s['arguments']['gen_args_0']['arg_0'] for s in sorted(ss, key=lambda s: s['doc_id'])] == [d['prompt'] for d in docs]
+        assert [s['arguments']['gen_args_0']['arg_0'] for s in ss] == [d['prompt'] for d in docs]
+        budgets = [s['arguments']['gen_args_0']['arg_1']['max_gen_toks'] for s in ss]
         if task.startswith('numcook_nupa'):
-            mine = evaluate(served.hf, None, docs, prompt_style='prompt', max_new_tokens=budget)
-            ours = [m['exact_match'] for m in mine]
+            assert budgets == [budget_oracle(docs)[d['id']] for d in docs], task
+            mine = {}
+            for b in sorted(set(budgets)):
+                mine |= {m['id']: m for m in evaluate(served.hf, None, [d for d in docs if d['max_new_tokens'] == b], prompt_style='prompt', max_new_tokens=b)}
+            ours = [mine[d['id']]['exact_match'] for d in docs]
         else:
-            from numcook.gsm.score import evaluate_model
-            mine = evaluate_model(served.hf, None, docs, tmp_path / f'{task}.jsonl', max_new_tokens=budget)
-            ours = [float(m['correct']) for m in mine]
-        theirs = [s['exact_match'] for s in sorted(ss, key=lambda s: s['doc_id'])]
+            assert set(budgets) == {16}, task
+            replies = served.hf.generate([d['prompt'] for d in docs], 16)   # greedy in this process, read by numcook's GSM reader
+            ours = [float(score_reply(d, g.text)['correct']) for d, g in zip(docs, replies)]
+        theirs = [s['exact_match'] for s in ss]
         assert theirs == ours, task
         assert results[task]['exact_match,none'] == pytest.approx(sum(ours) / len(ours)), task
         hits += sum(ours)

@@ -18,8 +18,8 @@ from .. import __version__
 
 # %% auto #0
 __all__ = ['UTILS_PY', 'NUPA_METRICS', 'EXPORT_LIMIT_BYTES', 'GSM_FIELDS', 'ExportConfig', 'process_nupa', 'process_gsm',
-           'load_docs', 'export_plan', 'export_estimate', 'task_files', 'previous_export', 'export_lm_eval',
-           'ExportCommand', 'export_command']
+           'with_budget', 'load_docs', 'export_plan', 'export_estimate', 'task_files', 'previous_export',
+           'export_lm_eval', 'ExportCommand', 'export_command']
 
 # %% ../../nbs/app/93_export.ipynb #efb38d5e
 @dataclass
@@ -29,6 +29,7 @@ class ExportConfig:
     lengths: str|None = None         # NUPA lengths like '1-20'; None: each task's own range (the paper's)
     n: int = param(1000, lo=1)       # NUPA items per task and length (the paper's 1000)
     seed: int = param(0, lo=0)       # seed of the NUPA items
+    prompt_style: str = param('completion', choices=('completion', 'nupa', 'compact'))  # NUPA prompts, as `numcook eval nupa --prompt-style` (its default: 'completion')
     gsm_subsets: str = 'symbolic,medium,hard'  # GSM-Infinite subsets ('' for none)
     gsm_ops: str = '2-30'            # GSM op counts
     gsm_per_op: int = param(10, lo=1)  # GSM problems per op count (and per mode)
@@ -47,15 +48,22 @@ def process_gsm(doc:dict, results:list[str]) -> dict:
     "lm-eval `process_results` of a GSM-Infinite task: 1.0 when numcook reads the right answer from the reply."
     return {'exact_match': float(score_reply(dict(doc), results[0])['correct'])}
 
+def with_budget(request, doc:dict):
+    "lm-eval request `request` (an `Instance` whose arguments are the context and the generation settings) with its document's own answer budget."
+    ctx, gen, *rest = request.arguments
+    request.arguments = (ctx, {**gen, 'max_gen_toks': int(doc['max_new_tokens'])}, *rest)
+    return request
+
 def load_docs(path:str|Path) -> dict:
     "The documents of an exported data file as lm-eval's `custom_dataset` returns them: `{'test': Dataset}`."
     import datasets  # deferred: lm_eval's datasets, present where lm_eval runs
     return {'test': datasets.Dataset.from_list(read_jsonl(path, strict=True))}
 
 # %% ../../nbs/app/93_export.ipynb #36645f2a
-def _yaml(task:str, tag:str, data_file:str, process:str, metrics:list[tuple[str, bool]], max_gen_toks:int, version:str) -> str:
+def _yaml(task:str, tag:str, data_file:str, process:str, metrics:list[tuple[str, bool]], max_gen_toks:int, version:str,
+          cls:str|None=None) -> str:
     q = json.dumps
-    lines = [f'task: {task}', f'tag: {tag}', 'custom_dataset: !function utils.load_docs',
+    lines = [f'task: {task}', f'tag: {tag}'] + [f'class: !function utils.{cls}'] * bool(cls) + ['custom_dataset: !function utils.load_docs',
              'dataset_kwargs:', f'  data_file: {q(data_file)}', 'test_split: test', 'output_type: generate_until',
              'doc_to_text: "{{prompt}}"', 'doc_to_target: "{{answer}}"',
              'generation_kwargs:', '  until: []', '  do_sample: false', f'  max_gen_toks: {max_gen_toks}',
@@ -67,11 +75,19 @@ def _yaml(task:str, tag:str, data_file:str, process:str, metrics:list[tuple[str,
 
 UTILS_PY = '''"Loading and scoring of the numcook tasks: numcook's own code (install numcook where lm_eval runs)."
 from pathlib import Path
-from numcook.app.export import load_docs as _load_docs, process_nupa, process_gsm
+from lm_eval.api.task import ConfigurableTask
+from numcook.app.export import load_docs as _load_docs, process_nupa, process_gsm, with_budget
 
 def load_docs(data_file, **kwargs):
     "The task's documents, from the data file beside this one."
     return _load_docs(Path(__file__).parent / data_file)
+
+class NupaTask(ConfigurableTask):
+    "A NUPA task: lm-eval's task configured by its YAML, each document generated with its own answer budget."
+    def __init__(self, config=None):
+        super().__init__(config={k: v for k, v in (config or {}).items() if k != 'class'})
+    def construct_requests(self, doc, ctx, **kwargs):
+        return with_budget(super().construct_requests(doc, ctx, **kwargs), doc)
 '''
 
 NUPA_METRICS = [('exact_match', True), ('digit_match', True), ('dlength', False)]
@@ -98,7 +114,7 @@ def _task_lengths(name:str, lengths:list[int]|None) -> list[int]:
     return [L for L in lengths if L <= top] if lengths is not None else list(range(1, top + 1))
 
 def export_estimate(cfg:ExportConfig) -> tuple[int, int, float]:
-    "(NUPA items, GSM problems, bytes) an export of `cfg` writes: a NUPA item about 300 + 10 bytes per digit of length (its prompt is a copy of its question)."
+    "(NUPA items, GSM problems, bytes) an export of `cfg` writes: a NUPA item about 300 + 10 bytes per digit of length (its prompt holds its question)."
     from numcook.gsm.generate import GenerateConfig, generate_estimate  # deferred: the GSM generator
     names, lengths, subsets = export_plan(cfg)
     per_task = [_task_lengths(t, lengths) for t in names]
@@ -107,15 +123,18 @@ def export_estimate(cfg:ExportConfig) -> tuple[int, int, float]:
     return items, sum(p for p, _ in gsm), size + sum(2 * b for _, b in gsm)   # (a GSM document holds the problem twice: as problem and in its prompt)
 
 def _nupa_tasks(cfg:ExportConfig, out:Path, version:str, names:list[str], lengths:list[int]|None) -> list[str]:
-    from numcook.nupa.tasks import generate  # (two modules' `generate`: each exporter imports its own)
-    done = []
+    from numcook.nupa.tasks import generate, make_prompt        # (two modules' `generate`: each exporter imports its own)
+    from numcook.nupa.formats import NumberFormat              # (NUPA's modules, only when NUPA tasks are exported)
+    from numcook.nupa.benchmark import answer_budgets          # deferred: torch (the benchmark imports the model runtime)
+    done, fmt = [], NumberFormat()   # plain numbers: what `numcook eval nupa` asks a model that is not a numcook run in
     for name in progress(names, desc='NUPA tasks', unit='task'):
-        recs = [dict(r, prompt=r['question']) for r in generate(name, _task_lengths(name, lengths), cfg.n, cfg.seed)]
+        recs = generate(name, _task_lengths(name, lengths), cfg.n, cfg.seed)
         if not recs: continue
+        budget = answer_budgets(recs, fmt)   # per task and length, as `numcook eval nupa` gives it
+        recs = [dict(r, prompt=fmt.encode(make_prompt(r, cfg.prompt_style)), max_new_tokens=budget[r['task'], r['length']]) for r in recs]
         write_jsonl(recs, out / 'data' / f'nupa_{name}.jsonl')
-        budget = 2 * max(len(str(r['answer'])) for r in recs) + 4   # as numcook.nupa.evaluate.evaluate chooses it
         atomic_write(out / f'numcook_nupa_{name}.yaml', _yaml(f'numcook_nupa_{name}', 'numcook_nupa', f'data/nupa_{name}.jsonl',
-                                                              'process_nupa', NUPA_METRICS, budget, version))
+                                                              'process_nupa', NUPA_METRICS, max(budget.values()), version, cls='NupaTask'))
         done.append(f'numcook_nupa_{name}')
     return done
 
@@ -168,7 +187,8 @@ def export_lm_eval(out:str|Path, cfg:ExportConfig|None=None, yes:bool=False) -> 
         tags = [t for t in ('numcook_nupa', 'numcook_gsm') if any(n.startswith(t) for n in tasks)]
         atomic_write(out / 'README.md',
             f"# numcook tasks for lm-evaluation-harness\n\nWritten by numcook {__version__} (`numcook export lm-eval`); settings in "
-            f"`config.json`. Run them with numcook installed next to lm-eval:\n\n```sh\nlm_eval --model hf --model_args pretrained=MODEL "
+            f"`config.json`; each NUPA document carries its own generation budget (as `numcook eval nupa` gives it). "
+            f"Run them with numcook installed next to lm-eval:\n\n```sh\nlm_eval --model hf --model_args pretrained=MODEL "
             f"--include_path {out.name} --tasks {','.join(tags)}\n```\n\nTasks: {', '.join(tasks)}.\n")
         files = task_files(tasks) + ['utils.py', 'README.md']
         for f in sorted((set(old) | set(planned)) - set(files)): (out / f).unlink(missing_ok=True)   # an earlier export's tasks: lm_eval would run them

@@ -17,7 +17,7 @@ from .evaluate import score_output, summarize
 from .train import train_config
 
 # %% auto #0
-__all__ = ['NUPA_EVAL_VERSION', 'EVAL_LIMIT', 'NupaEval', 'answer_budget', 'nupa_samples', 'NupaBenchmark']
+__all__ = ['NUPA_EVAL_VERSION', 'EVAL_LIMIT', 'NupaEval', 'answer_budget', 'answer_budgets', 'nupa_samples', 'NupaBenchmark']
 
 # %% ../../nbs/nupa/28_benchmark.ipynb #ff7c13b7
 @dataclass(kw_only=True)
@@ -36,8 +36,14 @@ def answer_budget(fmt:NumberFormat, golds) -> int:
     "The generation budget of a task and length: twice its longest gold answer (as formatted), plus 4 tokens."
     return 2 * max((len(fmt.encode(str(g))) for g in golds), default=1) + 4
 
+def answer_budgets(recs, fmt:NumberFormat) -> dict[tuple[str, int], int]:
+    "The budget of every (task, length) of NUPA items `recs` (`answer_budget` of its gold answers): `numcook eval nupa`'s and the lm-eval export's."
+    golds = {}
+    for r in recs: golds.setdefault((r['task'], r['length']), []).append(r['answer'])
+    return {k: answer_budget(fmt, g) for k, g in golds.items()}
+
 def _style(s:NupaEval, lm:Loaded|None) -> tuple[NumberFormat, str]:
-    "The number format and prompt style the model is asked in: a numcook run's own, else plain numbers and the 'nupa' style."
+    "The number format and prompt style the model is asked in: a numcook run's own, else plain numbers and the 'completion' style."
     tcfg = train_config(lm.run_config) if lm is not None and lm.run_config else None
     if tcfg is not None: return tcfg.number_format, s.prompt_style or tcfg.prompt_style
     return NumberFormat(), s.prompt_style or 'completion'
@@ -47,9 +53,7 @@ def nupa_samples(s:NupaEval, fmt:NumberFormat, style:str, tok, chat:bool) -> lis
     names = task_names(s.tasks)
     lengths = None if s.lengths is None else parse_range(s.lengths, 'lengths', 1, MAX_LENGTH)
     recs = list(itertools.islice(iter_generate(names, lengths, s.n, s.seed), s.limit))
-    golds = {}
-    for r in recs: golds.setdefault((r['task'], r['length']), []).append(r['answer'])
-    budget = {k: answer_budget(fmt, g) for k, g in golds.items()}
+    budget = answer_budgets(recs, fmt)
     return [{'id': r['id'], 'prompt': as_sent(tok, fmt.encode(make_prompt(r, style)), s.system_prompt, chat), 'gold': str(r['answer']),
              'max_new_tokens': s.max_new_tokens or budget[r['task'], r['length']],
              **{k: v for k, v in r.items() if k not in ('id', 'answer')}} for r in recs]
