@@ -166,9 +166,9 @@ def resolve_model(spec:str|Path) -> str:
     return s
 
 def model_source(spec:str|Path) -> dict|None:
-    "What a results config records of where `spec`'s weights came from: a named model's or a GGUF's origin and checksums, else None."
+    "What a results config records of where `spec`'s weights came from (a named model or a GGUF converted first, if not yet): origin and checksums, else None."
     s = str(spec)
-    if s in MODELS: return _source(named_folder(s, convert=False))
+    if s in MODELS: return _source(named_folder(s))
     if s.endswith('.gguf') or Path(s).is_dir(): return _source(Path(resolve_model(s)))
     return None
 
