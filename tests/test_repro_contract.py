@@ -86,3 +86,46 @@ def test_two_lanes_run_real_notebooks_into_a_relative_runs_folder(tmp_path):
     for stem in ("a_fig", "b_fig"):
         out = json.loads((run / f"{stem}.ipynb").read_text())["cells"][1]["outputs"]
         assert "".join(out[0]["text"]).strip() == "papers_repro"
+
+
+# seaborn draws random numbers in two places: a bootstrap confidence interval (its default errorbar) and a strip plot's
+# jitter. Unseeded, either makes a figure's PNG differ run to run while its CSVs stay the same.
+_BOOTSTRAPPING = {'barplot', 'pointplot', 'lineplot', 'relplot', 'catplot'}
+_JITTERING = {'stripplot'}
+
+
+def _seaborn_randomness(src):
+    "The seaborn calls of a cell's source that would draw unseeded random numbers: (line, what)."
+    out, seeded = [], False
+    for node in sorted((n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
+        name = getattr(node.func, 'attr', None)
+        kw = {k.arg: k.value for k in node.keywords}
+        if name == 'seed' and getattr(node.func.value, 'attr', None) == 'random': seeded = True      # np.random.seed(...)
+        if getattr(node.func, 'value', None) is None or getattr(node.func.value, 'id', None) != 'sns': continue
+        if name in _BOOTSTRAPPING and 'seed' not in kw:
+            e = kw.get('errorbar')
+            fixed = isinstance(e, ast.Constant) and e.value in (None, 'se', 'sd')
+            if not fixed: out.append((node.lineno, f"sns.{name} without errorbar=None/'se'/'sd' or seed= (a bootstrap)"))
+        if name in _JITTERING and not seeded and not (isinstance(kw.get('jitter'), ast.Constant) and not kw['jitter'].value):
+            out.append((node.lineno, f"sns.{name} jitters with numpy's global generator: seed it (np.random.seed) or jitter=False"))
+    return out
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_figures_draw_no_unseeded_random_numbers(nb):
+    "The same data give the same PNG bytes: no seaborn call in a reproduction notebook bootstraps or jitters unseeded."
+    bad = []
+    for i, c in enumerate(json.loads(nb.read_text())["cells"]):
+        if c["cell_type"] != "code": continue
+        src = "".join(c["source"])
+        if "sns." not in src: continue
+        bad += [f"cell {i} line {ln}: {what}" for ln, what in _seaborn_randomness(src)]
+    assert not bad, f"{nb.name}: " + "; ".join(bad)
+
+
+def test_the_randomness_check_catches_what_it_should():
+    "The check above flags a default barplot and an unseeded stripplot, and passes their deterministic forms."
+    assert len(_seaborn_randomness("sns.barplot(data=d, x='a', y='b')\nsns.stripplot(data=d, x='a', y='b')")) == 2
+    assert _seaborn_randomness("sns.barplot(data=d, errorbar='se')\nnp.random.seed(0)\nsns.stripplot(data=d)") == []
+    assert _seaborn_randomness("sns.stripplot(data=d, jitter=False)\nsns.lineplot(data=d, errorbar=None)") == []
+    assert len(_seaborn_randomness("sns.stripplot(data=d)\nnp.random.seed(0)")) == 1     # seeded after: too late
