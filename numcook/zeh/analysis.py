@@ -13,11 +13,12 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import NumcookError, did_you_mean
+from ..core.files import read_jsonl
 
 # %% auto #0
 __all__ = ['RESULT_COLUMNS', 'LOOKUPS', 'CARRY_TERMS', 'TABLE3_COLUMNS', 'multiplication_grid_order', 'has_carry',
            'is_structured_error', 'params_from_name', 'results_frame', 'Horizon', 'zero_error_horizon',
-           'accuracy_within', 'zeh_table', 'read_grid_json', 'read_grid_dir', 'write_frequency_json',
+           'accuracy_within', 'folder_results', 'zeh_table', 'read_grid_json', 'read_grid_dir', 'write_frequency_json',
            'read_frequency_json', 'frequency_of', 'frequency_correlation', 'spearman_table', 'structured_error_table',
            'carry_design', 'CarryFit', 'carry_logit', 'carry_logit_l2', 'plot_error_map', 'analysis_tables']
 
@@ -138,6 +139,17 @@ def accuracy_within(df:pd.DataFrame, n:int|None=None) -> float:
     sel = df if n is None else df[df['size'] <= n]
     if sel.empty: raise NumcookError(f"no instances of size <= {n}")
     return float(sel['correct'].mean())
+
+# %% ../../nbs/zeh/34_analysis.ipynb #c3b751c1
+def folder_results(folder:str|Path, model:str|None=None, params_b:float|None=None) -> pd.DataFrame:
+    "The results table of a `numcook eval zeh` folder, the limiter's row given the full answer its summary.json keeps."
+    folder = Path(folder)
+    df = results_frame(read_jsonl(folder / 'results.jsonl'), model=model, params_b=params_b)
+    try: lim = json.loads((folder / 'summary.json').read_text(encoding='utf-8')).get('limiter') or {}
+    except (OSError, ValueError, AttributeError): lim = {}     # no summary (yet), or a damaged one: the records as they are
+    if lim.get('output') is not None and 'id' in df:
+        df.loc[df['id'].eq(lim.get('id')) & df['pred'].isna(), 'pred'] = _answer_int(lim['output'])
+    return df
 
 # %% ../../nbs/zeh/34_analysis.ipynb #15538c1f
 def zeh_table(df:pd.DataFrame, ranges:Iterable[int]=()) -> pd.DataFrame:
