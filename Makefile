@@ -69,10 +69,9 @@ nbtest: $(STAMP)
 	TRITON_INTERPRET=1 $(BIN)/nbdev_test --n_workers 2 --timing
 
 ## The main job: every papers_repro notebook on its embedded defaults, executed copies in $(RUNS)/<stamp>/.
-## Two lanes on two cores, one torch thread per kernel: with torch's default (a thread per core) two lanes run four
-## threads on two cores, which spin against each other (a LoRA finetune took 1,045 s beside a training lane).
+## Two lanes; numcook repro shares the cores out among the kernels (one torch thread each on two cores).
 repro: $(STAMP)
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/numcook repro --runs $(RUNS) --jobs 2
+	$(BIN)/numcook repro --runs $(RUNS) --jobs 2
 
 ## The docs site in _docs/: Sphinx + MyST-NB execute every notebook of nbs/ (outputs cached in _proc/, keyed on the
 ## notebook's code and the numcook modules it imports) and add the reproduction gallery from figures/.

@@ -1,6 +1,7 @@
 """Every papers_repro notebook keeps the runner's contract: a parameters cell papermill can read, line by line."""
 import ast
 import json
+import os
 from pathlib import Path
 
 import papermill as pm
@@ -64,12 +65,12 @@ def test_the_runner_starts_kernels_without_a_tcp_warning(tmp_path):
 
 
 def test_two_lanes_run_real_notebooks_into_a_relative_runs_folder(tmp_path):
-    "--jobs 2 with papermill for real: both notebooks run in their own folder, into `runs/` named relative to where the runner started, whose working folder stays put."
+    "--jobs 2 with papermill for real: both notebooks run in their own folder with half the cores' threads, into `runs/` named relative to where the runner started, whose working folder stays put."
     import subprocess, sys
     root = tmp_path / "checkout"
     (root / "papers_repro").mkdir(parents=True); (root / "settings.ini").write_text("[DEFAULT]\n")
     for stem in ("a_fig", "b_fig"):
-        src = "import os, time\ntime.sleep(1.5)\nprint(os.path.basename(os.getcwd()))"
+        src = "import os, time\ntime.sleep(1.5)\nprint(os.path.basename(os.getcwd()), os.environ.get('OMP_NUM_THREADS'))"
         (root / "papers_repro" / f"{stem}.ipynb").write_text(json.dumps({
             "cells": [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
                        "source": f"out_dir = '../figures/{stem}'"},
@@ -77,7 +78,8 @@ def test_two_lanes_run_real_notebooks_into_a_relative_runs_folder(tmp_path):
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
             "nbformat": 4, "nbformat_minor": 5}))
     code = "import os; from numcook.app.repro import run_all; start = os.getcwd(); run_all('runs', jobs=2, root='.'); print(os.getcwd() == start)"
-    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split()[-1:] == ["True"], r.stdout
     run = next((root / "runs").iterdir())
@@ -85,7 +87,8 @@ def test_two_lanes_run_real_notebooks_into_a_relative_runs_folder(tmp_path):
     assert sorted((s["notebook"], s["status"]) for s in status) == [("a_fig.ipynb", "ok"), ("b_fig.ipynb", "ok")], status
     for stem in ("a_fig", "b_fig"):
         out = json.loads((run / f"{stem}.ipynb").read_text())["cells"][1]["outputs"]
-        assert "".join(out[0]["text"]).strip() == "papers_repro"
+        # in its own folder, with its share of the cores (two lanes: half each, at least one thread)
+        assert "".join(out[0]["text"]).split() == ["papers_repro", str(max(1, len(os.sched_getaffinity(0)) // 2))]
 
 
 # seaborn draws random numbers in two places: a bootstrap confidence interval (its default errorbar) and a strip plot's

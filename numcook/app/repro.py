@@ -4,7 +4,7 @@
 
 # %% ../../nbs/app/91_repro.ipynb #8472ef64
 from __future__ import annotations
-import datetime, functools, json, re, time, uuid
+import datetime, functools, json, os, re, time, uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +16,8 @@ from ..core.config import param, read_config, save_config
 import csv
 
 # %% auto #0
-__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'local_kernel_manager', 'run_notebook', 'write_index', 'check_status',
-           'run_params', 'check_resume', 'run_all', 'ReproCommand', 'repro_command']
+__all__ = ['repo_root', 'list_notebooks', 'notebook_title', 'local_kernel_manager', 'kernel_threads', 'run_notebook',
+           'write_index', 'check_status', 'run_params', 'check_resume', 'run_all', 'ReproCommand', 'repro_command']
 
 # %% ../../nbs/app/91_repro.ipynb #b25fdfe9
 def repo_root(start:str|Path|None=None) -> Path:
@@ -41,8 +41,8 @@ def notebook_title(path:Path) -> str:
 
 # %% ../../nbs/app/91_repro.ipynb #33c8ee80
 @functools.cache
-def local_kernel_manager() -> type:
-    "The Jupyter kernel manager class for notebooks run on this machine: it talks to its kernel over Unix sockets (IPC), not TCP."
+def local_kernel_manager(threads:int|None=None) -> type:
+    "The Jupyter kernel manager class for notebooks run on this machine: Unix sockets (IPC), not TCP; `threads` OpenMP threads per kernel unless OMP_NUM_THREADS is set."
     from jupyter_client import AsyncKernelManager  # deferred: jupyter_client only when a notebook runs
     from jupyter_core.paths import jupyter_runtime_dir
     from traitlets import CaselessStrEnum
@@ -53,11 +53,19 @@ def local_kernel_manager() -> type:
             # notebook's folder, would listen where this process, in its own folder, never looks.
             d = Path(jupyter_runtime_dir()); d.mkdir(mode=0o700, parents=True, exist_ok=True)
             return str(d / f'numcook-{uuid.uuid4().hex[:12]}-ipc')
+        async def start_kernel(self, **kw):
+            if threads is not None and 'OMP_NUM_THREADS' not in os.environ:   # (torch reads it when it starts; a user's setting wins)
+                kw['env'] = {**kw.get('env', os.environ), 'OMP_NUM_THREADS': str(threads)}
+            return await super().start_kernel(**kw)
     return LocalKernelManager
 
+def kernel_threads(jobs:int) -> int:
+    "Threads per notebook kernel when `jobs` notebooks run at once: this machine's cores shared out, at least one each."
+    return max(1, len(os.sched_getaffinity(0)) // jobs)
+
 # %% ../../nbs/app/91_repro.ipynb #8bdf204c
-def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_output:bool=False) -> dict:
-    "Execute notebook `nb` with papermill into `run_dir`, overriding the `params` it declares."
+def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_output:bool=False, threads:int|None=None) -> dict:
+    "Execute notebook `nb` with papermill into `run_dir`, overriding the `params` it declares (its kernel given `threads` threads)."
     import papermill as pm  # deferred: papermill only when a notebook runs
     nb, run_dir = Path(nb).resolve(), Path(run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -67,7 +75,7 @@ def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_outpu
     # The kernel starts in the notebook's folder (nbclient's `resources` path). papermill's own `cwd` would instead
     # chdir this whole process, which the threads running other notebooks at the same time (--jobs) share.
     pm.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, resources={'metadata': {'path': str(nb.parent)}},
-                        kernel_name='python3', kernel_manager_class=local_kernel_manager(),
+                        kernel_name='python3', kernel_manager_class=local_kernel_manager(threads),
                         progress_bar=False, log_output=log_output)
     return {'notebook': nb.name, 'seconds': round(time.time() - t0, 1), 'params': params}
 
@@ -172,9 +180,9 @@ def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=Non
     if failed: raise NumcookError(f"{len(failed)} notebook(s) failed: {', '.join(failed)}; executed copies in {run_dir}")
     return run_dir
 
-def _attempt(nb:Path, run_dir:Path, params:dict|None) -> dict:
+def _attempt(nb:Path, run_dir:Path, params:dict|None, threads:int|None=None) -> dict:
     "Run one notebook; its status record (ok, with seconds and parameters, or failed, with the error's last line)."
-    try: rec = {**run_notebook(nb, run_dir, params), 'status': 'ok'}
+    try: rec = {**run_notebook(nb, run_dir, params, threads=threads), 'status': 'ok'}
     except Exception as e:
         msg = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
         rec = {'notebook': nb.name, 'status': 'failed', 'error': msg}
@@ -187,7 +195,7 @@ def _run(todo:list[Path], run_dir:Path, params:dict|None, log:JsonlLog, jobs:int
     bar = progress(total=len(todo), initial=len(todo) - len(left), desc='papers_repro', unit='nb')
     failed = []
     with ThreadPoolExecutor(jobs) as pool:     # each notebook runs in its own kernel process: threads only wait on them
-        for f in as_completed([pool.submit(_attempt, nb, run_dir, params) for nb in left]):
+        for f in as_completed([pool.submit(_attempt, nb, run_dir, params, kernel_threads(jobs)) for nb in left]):
             rec = f.result(); log.append(rec); bar.update(1); bar.set_postfix_str(rec['notebook'])
             if rec['status'] == 'failed': failed.append(rec['notebook'])
     bar.close()
