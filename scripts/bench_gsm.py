@@ -27,7 +27,8 @@ to a file; what each times:
 - `ours cmd`: the command `numcook gsm generate --subset ... --ops ... --per-op ... --context ... --seed 0 --out FILE`
   in a fresh process (interpreter, imports and first-use tables included; progress bar off).
 
-Rates are problems per wall-clock second (medians of the repeats). `st/pb` is the mean number of statements per
+Before the table, the wall seconds of each side's fresh process making a single Symbolic problem (medians): the
+fixed start that the cold columns pay on every row. Rates are problems per wall-clock second (medians of the repeats). `st/pb` is the mean number of statements per
 problem each side wrote (counted in the written problem texts after the clock stops: Symbolic `assign` statements,
 Medium/Hard sentences); numcook's long-context filler is made to a token budget by its own tokenizer-free count,
 so at 8k and 32k its problems hold a few more statements than theirs. `x lib` and `x cmd` divide numcook's rate by
@@ -207,6 +208,14 @@ def main():
     print(f"ops {a.ops}; {a.repeats} repeats; {os.cpu_count()} CPUs; rates are problems/s (JSON Lines written); "
           f"x .../st: per statement")
     if pub: print(f"public anchors: Infini-AI-Lab/gsm_infinite @ {pub.commit}, run in this session as described in this script's docstring")
+    if pub and 'symbolic' in a.subsets.split(','):          # the fixed cost of a fresh process, the same on every row
+        fo, fp, so, sp = tmp / 'start_ours.jsonl', tmp / 'start_pub.jsonl', [], []
+        for r in range(a.repeats):
+            fo.unlink(missing_ok=True); so.append(cold(ours_cmd('symbolic', 'forward', [ops[0]], 1, 0, fo), fo)[1])
+            fp.unlink(missing_ok=True)
+            sp.append(cold(public_cold_cmd(argparse.Namespace(authors=a.authors, ops=str(ops[0])), 'symbolic', 'forward', 1, 0, fp), fp)[1])
+        print(f"one Symbolic problem in a fresh process (the start both cold columns pay): numcook command "
+              f"{statistics.median(so):.3f} s, public {statistics.median(sp):.3f} s")
     hdr = (f"{'setting':<20}{'load':>5}{'n':>6} | {'st/pb':>7}{'pub lib':>9}{'pub cold':>9} | {'st/pb':>7}{'ours lib':>9}"
            f"{'ours cmd':>9} | {'x lib':>6}{'x cmd':>6}{'x lib/st':>9}{'x cmd/st':>9}{'x cpu':>6}")
     print(f"{'':<31} | {'public':<25} | {'numcook':<25} |"); print(hdr); print('-' * len(hdr))
