@@ -18,6 +18,16 @@ __all__ = ['COMMANDS', 'ArgParser', 'add_flags', 'from_flags', 'Terminated', 'ma
 class ArgParser(argparse.ArgumentParser):
     "An `argparse.ArgumentParser` whose errors are one-line `NumcookError`s (the command line prints them, no usage dump)."
     def error(self, message): raise NumcookError(f"{message} (see '{self.prog} --help')")
+    def format_help(self):
+        _add_docs(self)                          # (the flags' help from their comments: read only when shown)
+        return super().format_help()
+
+def _add_docs(p:argparse.ArgumentParser):
+    "Give the flags `add_flags` put on `p` their help: the field's comment before the default shown."
+    for cls, actions in getattr(p, '_numcook_docs', ()):
+        docs = _docs(cls)
+        for action, name in actions: action.help = docs.get(name, '').replace('%', '%%') + action.help
+    p._numcook_docs = []
 
 def _docs(cls) -> dict:
     "Field name -> its trailing comment, for dataclass `cls` and the dataclasses it extends."
@@ -53,7 +63,7 @@ def add_flags(p:argparse.ArgumentParser, # the parser (or subparser) that gets t
               defaults:dict|None=None, # field name -> the flag's default, instead of the field's
              ) -> argparse.ArgumentParser:
     "Add one flag per field of dataclass `cls` (help from its comment, type and range from the field); a field already a flag of `p` is skipped."
-    docs, seen = _docs(cls), getattr(p, '_numcook_fields', set())
+    seen, documented = getattr(p, '_numcook_fields', set()), []
     for f in dataclasses.fields(cls):
         if f.name in skip or f.name in seen: continue
         seen.add(f.name)
@@ -61,23 +71,26 @@ def add_flags(p:argparse.ArgumentParser, # the parser (or subparser) that gets t
         kind = field_kind(f)[0]
         required = default is dataclasses.MISSING
         shown = '' if required or default in (None, '', False, []) else f' (default: {default})'
-        helptext = (docs.get(f.name, '') + shown).replace('%', '%%')
+        helptext = shown.replace('%', '%%')      # (the comment goes before it when help is shown: see `_add_docs`)
         dflt = argparse.SUPPRESS if given_only else (None if required else default)
         if spec.get('positional'):
-            p.add_argument(f.name, type=_flag_type(f, (checks or {}).get(f.name)), help=helptext,
-                           **({} if required else {'nargs': '?', 'default': dflt}))
+            documented.append((p.add_argument(f.name, type=_flag_type(f, (checks or {}).get(f.name)), help=helptext,
+                                              **({} if required else {'nargs': '?', 'default': dflt})), f.name))
             continue
         names = [spec.get('flag') or '--' + f.name.replace('_', '-'), *spec.get('aliases', ())]
         if kind is bool:
             neg = spec.get('negative', '--no-' + names[0][2:])
-            p.add_argument(*names, dest=f.name, action='store_true', default=dflt, help=helptext)
+            documented.append((p.add_argument(*names, dest=f.name, action='store_true', default=dflt, help=helptext), f.name))
             if neg: p.add_argument(neg, dest=f.name, action='store_false', default=dflt, help=argparse.SUPPRESS if default is False else f'do not: {names[0]}')
             continue
         many = spec.get('many')
         kw = {'action': 'append'} if many == 'append' else {'nargs': '+'} if many else {}
-        p.add_argument(*names, dest=f.name, type=_flag_type(f, (checks or {}).get(f.name)), default=dflt, required=required,
-                       metavar=f.name.upper(), help=helptext, **kw)
+        documented.append((p.add_argument(*names, dest=f.name, type=_flag_type(f, (checks or {}).get(f.name)), default=dflt,
+                                          required=required, metavar=f.name.upper(), help=helptext, **kw), f.name))
     p._numcook_fields = seen
+    # reading the comments means reading the source (a tenth of a second): an `ArgParser` does it when help is shown
+    p._numcook_docs = [*getattr(p, '_numcook_docs', ()), (cls, documented)]
+    if not isinstance(p, ArgParser): _add_docs(p)
     return p
 
 def from_flags(args:argparse.Namespace, cls, **more):

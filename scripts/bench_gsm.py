@@ -1,33 +1,41 @@
-"""GSM-Infinite problems per second as the user gets them (JSON Lines written to a file), numcook against the
-public generator run in the same session at the same settings, cold and warm, with their ratios.
+"""GSM-Infinite problems written as JSON Lines, numcook against the public generator on the same work, through the
+library call a researcher makes and through the command, with their ratios per problem and per statement.
 
     python scripts/bench_gsm.py --authors /path/to/gsm_infinite [--repeats 3] [--ops 2-20] [--contexts 0,8k,32k]
 
 `--authors` is a checkout of https://github.com/Infini-AI-Lab/gsm_infinite (not part of numcook); without it only
-numcook's rates are printed. What is timed, per setting (subset, mode, context), `--repeats` times, the two
-generators alternating:
+numcook's rates are printed. Per setting (subset, mode, context), the same ops (`--ops`) and problems per op on both
+sides, `--repeats` times, the sides alternating within each repeat. Every column writes one JSON line per problem
+to a file; what each times:
 
-- numcook: the problems of `numcook gsm generate` (ops `--ops`, the same number per op), written as JSON Lines:
-  *warm* in this process through `generate_batches` after one untimed run (what the command does after its
-  imports and `utils.reuse_freed_memory`, which this process calls first; a block of lines per task, flushed),
-  with 1 process and with `--workers` processes (on 4 times the problems, so that starting the pool weighs as in
-  a real run); *cold* as the command itself in a fresh process (`numcook gsm generate ... --out FILE`:
-  interpreter, imports and first-use tables included).
-- public: the same number of problems per op from their generator, serialised with `json.dumps` per record and
-  written one per line. Symbolic: `data/symbolic/generate_payload.py` (`FindGraphGenerator(42)`, then
-  `get_benchmark_info(length, None, op, op, id, 1.0)` per problem, as their `generate_symbolic.py` calls it; its
-  `length` is the same token target as numcook's). Medium and Hard (zero context only: their noise needs the
-  Llama-3 tokenizer): `data/realistic/{forward,reverse}_generator.py` driven as their
-  `datagenerationworker.py` drives them with the settings of `test_generate3.sh` (`--mod -1 --number_range 5
-  --ipmax 20 --force`, op groups with their `--opmax`, draws repeated until every op of the group has its
-  problems; every problem kept at a wanted op counts). *warm*: in this process, modules imported and the
-  generator built; *cold*: a fresh process doing the same (imports and the generator's construction
-  included). Their modules' prints go to a null stream; `termcolor`, `pydot` and `transformers` get minimal
-  stand-ins when missing (unused at zero context).
+- `pub lib`: their library call in this process (modules imported and generator built before the clock starts),
+  each record serialised with `json.dumps` and written one per line. Symbolic: `data/symbolic/generate_payload.py`'s
+  `FindGraphGenerator(42)` set as `generate_symbolic.generator`, then `get_benchmark_info(length, None, op, op, id,
+  1.0)` per problem, as their `generate_symbolic.py` calls it (`length`: the context in tokens, the same number
+  numcook gets, so `8k` is 8192 on both sides). Medium and Hard (zero context only: their noise needs the Llama-3
+  tokenizer): `data/realistic/{forward,reverse}_generator.py` driven as their `datagenerationworker.py` drives them
+  with the settings of `test_generate3.sh` (`--mod -1 --number_range 5 --ipmax 20 --force`, op groups with their
+  `--opmax`, draws repeated until every op of the group has its problems; every problem kept at a wanted op counts).
+- `pub cold`: the same job in a fresh Python process, interpreter start, imports and the generator's construction
+  included. Symbolic: a `python -c` program that imports only `json`, `sys` and their two Symbolic modules
+  (`generate_payload`, `generate_symbolic`; `utils` on first use), nothing of this script. Medium and Hard: this
+  script with `--public-job`, importing their realistic modules (which need numpy, sympy, networkx; `termcolor`,
+  `pydot` and `transformers` get minimal stand-ins when missing, unused at zero context).
+- `ours lib`: numcook's public library call in this process after one untimed run:
+  `numcook.gsm.generate.generate(subset, ops, per_op, context, seed, mode)`, each record serialised with
+  `json.dumps` and written one per line (the same serialiser as theirs).
+- `ours cmd`: the command `numcook gsm generate --subset ... --ops ... --per-op ... --context ... --seed 0 --out FILE`
+  in a fresh process (interpreter, imports and first-use tables included; progress bar off).
 
-Rates are problems per wall-clock second (medians of the repeats) and, for the warm runs in this process, per CPU
-second of this process (robust to other users of a shared machine). The ratio columns divide numcook's rate by
-the public one measured in the same repeats; the load average is printed with every setting."""
+Before the table, the wall seconds of each side's fresh process making a single Symbolic problem (medians): the
+fixed start that the cold columns pay on every row. Rates are problems per wall-clock second (medians of the repeats). `st/pb` is the mean number of statements per
+problem each side wrote (counted in the written problem texts after the clock stops: Symbolic `assign` statements,
+Medium/Hard sentences); numcook's long-context filler is made to a token budget by its own tokenizer-free count,
+so at 8k and 32k its problems hold a few more statements than theirs. `x lib` and `x cmd` divide numcook's rate by
+theirs (library call over library call, command over cold process); `x lib/st` and `x cmd/st` divide statements
+per second (the ratio times ours' `st/pb` over theirs), the comparison on equal work when the counts differ.
+`x cpu` divides the library calls' rates per CPU second of this process (robust to other users of a shared
+machine). The load average is printed with every setting."""
 import argparse, contextlib, io, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
@@ -49,30 +57,32 @@ def context_tokens(c):
 
 
 # ---------------------------------------------------------------- the public generator
+# a cold public Symbolic job: a fresh interpreter importing only what their Symbolic generator needs
+COLD_SYMBOLIC = '''import sys, json
+sys.path.insert(0, sys.argv[1])
+import generate_payload, generate_symbolic
+generate_symbolic.generator = generate_payload.FindGraphGenerator(42)
+a, _, b = sys.argv[2].partition('-'); per, length = int(sys.argv[3]), int(sys.argv[4])
+with open(sys.argv[5], 'w') as out:
+    for op in range(int(a), int(b or a) + 1):
+        for i in range(per): out.write(json.dumps(generate_symbolic.get_benchmark_info(length, None, op, op, i, 1.0)) + '\\n')
+'''
+
+
 class Public:
-    "The public generators of a checkout, imported once (the warm side)."
+    "The public generators of a checkout, their modules imported on first use (the warm side)."
     def __init__(self, authors):
-        root = Path(authors) / 'gsm-infinite' / 'data'
-        import types
-        for name, attrs in (('termcolor', {'colored': lambda s, *a, **k: s}), ('pydot', {'Dot': object}),
-                            ('transformers', {'AutoTokenizer': object})):
-            try: __import__(name)
-            except ImportError:
-                m = types.ModuleType(name); m.__dict__.update(attrs); sys.modules[name] = m
-        sys.path[:0] = [str(root / 'symbolic'), str(root / 'realistic')]
-        with contextlib.redirect_stdout(io.StringIO()):
-            import generate_payload, generate_symbolic
-            from forward_generator import drawAll
-            from reverse_generator import drawAllEquan
-        self.payload, self.symbolic = generate_payload, generate_symbolic
-        self.gen = {'forward': drawAll, 'reverse': drawAllEquan}
+        self.root = Path(authors) / 'gsm-infinite' / 'data'
         self.commit = subprocess.run(['git', '-C', str(authors), 'rev-parse', '--short', 'HEAD'], capture_output=True,
                                      text=True).stdout.strip() or 'unknown commit'
-        self._sym = None
+        self._sym = self.gen = None
 
     def symbolic_lines(self, ops, per_op, length, out):
         "Their Symbolic problems, as generate_symbolic.py makes them, one JSON line each; returns the count."
-        if self._sym is None: self._sym = self.payload.FindGraphGenerator(42)   # (a list of 10**6 names: once)
+        if self._sym is None:
+            sys.path.insert(0, str(self.root / 'symbolic'))
+            import generate_payload, generate_symbolic
+            self.symbolic, self._sym = generate_symbolic, generate_payload.FindGraphGenerator(42)  # (10**6 names: once)
         self.symbolic.generator = self._sym
         n = 0
         for op in ops:
@@ -83,6 +93,18 @@ class Public:
     def realistic_lines(self, subset, mode, ops, per_op, out):
         "Their Medium or Hard problems at zero context, drawn as their worker draws them; returns the count written."
         import random, numpy as np
+        if self.gen is None:
+            import types
+            for name, attrs in (('termcolor', {'colored': lambda s, *a, **k: s}), ('pydot', {'Dot': object}),
+                                ('transformers', {'AutoTokenizer': object})):
+                try: __import__(name)
+                except ImportError:
+                    m = types.ModuleType(name); m.__dict__.update(attrs); sys.modules[name] = m
+            sys.path.insert(0, str(self.root / 'realistic'))
+            with contextlib.redirect_stdout(io.StringIO()):
+                from forward_generator import drawAll
+                from reverse_generator import drawAllEquan
+            self.gen = {'forward': drawAll, 'reverse': drawAllEquan}
         d, gen, n = (2 if subset == 'medium' else 3), self.gen[mode], 0
         for oplist, opmax in GROUPS:
             want = [op for op in oplist if op in ops]
@@ -112,16 +134,33 @@ def public_job(pub, subset, mode, ops, per_op, ctx, path):
                 else pub.realistic_lines(subset, mode, ops, per_op, out))
 
 
+def public_cold_cmd(a, subset, mode, per, ctx, path):
+    if subset == 'symbolic':
+        return [sys.executable, '-c', COLD_SYMBOLIC, str(Path(a.authors) / 'gsm-infinite' / 'data' / 'symbolic'), a.ops,
+                str(per), str(ctx), str(path)]
+    return [sys.executable, __file__, '--authors', a.authors, '--ops', a.ops, '--public-job', subset, mode, str(per),
+            str(ctx), str(path)]
+
+
 # ---------------------------------------------------------------- numcook
-def ours_job(subset, mode, ops, per_op, ctx, path, workers=1):
-    "numcook's lines for the setting written to `path` as the command writes them (a block per task); the count."
-    from numcook.gsm.generate import GenerateConfig, generate_batches
-    cfg = GenerateConfig(subset, f'{ops[0]}-{ops[-1]}', per_op, str(ctx), 0, mode, 'all')
+def ours_lib(subset, mode, ops, per_op, ctx, path):
+    "numcook's library call: `generate(...)`, each record through `json.dumps`, one line each; the count."
+    from numcook.gsm.generate import generate
     n = 0
-    with open(path, 'wb') as out:
-        for ids, block in generate_batches(cfg, workers):          # (UTF-8 bytes, as the command appends them)
-            out.write(block); out.write(b'\n'); out.flush(); n += len(ids)
+    with open(path, 'w') as out:
+        for rec in generate(subset, f'{ops[0]}-{ops[-1]}', per_op, str(ctx), 0, mode):
+            out.write(json.dumps(rec) + '\n'); n += 1
     return n
+
+
+# the command as a user runs it: the console script beside this interpreter
+NUMCOOK = [str(Path(sys.executable).parent / 'numcook')] if (Path(sys.executable).parent / 'numcook').exists() else \
+          [sys.executable, '-c', 'import sys; from numcook.cli import main; sys.exit(main(sys.argv[1:]))']
+
+
+def ours_cmd(subset, mode, ops, per, ctx, path):
+    return [*NUMCOOK, 'gsm', 'generate', '--subset', subset, '--mode', mode, '--ops', f'{ops[0]}-{ops[-1]}', '--per-op',
+            str(per), '--context', str(ctx), '--seed', '0', '--out', str(path)]
 
 
 def timed(fn):
@@ -130,21 +169,20 @@ def timed(fn):
     return n, time.perf_counter() - w, time.process_time() - c
 
 
-# the command as a user runs it: the console script beside this interpreter
-NUMCOOK = [str(Path(sys.executable).parent / 'numcook')] if (Path(sys.executable).parent / 'numcook').exists() else \
-          [sys.executable, '-c', 'import sys; from numcook.cli import main; sys.exit(main(sys.argv[1:]))']
-
-
 def cold(cmd, path):
-    "Wall and CPU seconds of a fresh process (its children's CPU included), and the lines it wrote."
-    import resource
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    "Wall seconds of a fresh process and the lines it wrote."
     w = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, NUMCOOK_PROGRESS='0'))
-    wall = time.perf_counter() - w
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return sum(1 for _ in open(path)), wall, cpu
+    return sum(1 for _ in open(path)), time.perf_counter() - w
+
+
+def statements(path, subset):
+    "Mean statements per problem of a JSON Lines file (Symbolic: `assign` statements; else sentences)."
+    counts = []
+    for line in open(path):
+        p = json.loads(line)['problem']
+        counts.append(p.count('assign ') if subset == 'symbolic' else p.count('. ') + p.rstrip().endswith('.'))
+    return statistics.mean(counts)
 
 
 def main():
@@ -153,7 +191,6 @@ def main():
     ap.add_argument('--ops', default='2-20', help='op counts (default 2-20)')
     ap.add_argument('--contexts', default='0,8k,32k', help='Symbolic contexts (default 0,8k,32k; Medium/Hard: 0)')
     ap.add_argument('--repeats', type=int, default=3, help='timed repeats per setting (medians reported; default 3)')
-    ap.add_argument('--workers', type=int, default=2, help='processes of the parallel numcook run (default 2)')
     ap.add_argument('--scale', type=float, default=1.0, help='multiply the problems per op of every setting')
     ap.add_argument('--subsets', default='symbolic,medium,hard')
     ap.add_argument('--public-job', nargs=5, metavar=('SUBSET', 'MODE', 'PER_OP', 'CONTEXT', 'OUT'), help=argparse.SUPPRESS)
@@ -163,50 +200,53 @@ def main():
         s, m, per, ctx, path = a.public_job
         public_job(Public(a.authors), s, m, ops, int(per), int(ctx), path)
         return
-    from numcook.core.parallel import reuse_freed_memory
-    reuse_freed_memory()                                  # as the command does (the public warm runs share the setting)
     pub = Public(a.authors) if a.authors else None
     settings = [(s, 'forward', context_tokens(c)) for s in ['symbolic'] for c in a.contexts.split(',')]
     settings += [(s, m, 0) for s in ('medium', 'hard') for m in ('forward', 'reverse')]
     settings = [x for x in settings if x[0] in a.subsets.split(',')]
     tmp = Path(tempfile.mkdtemp(prefix='bench_gsm_'))
-    print(f"ops {a.ops}; {a.repeats} repeats; {os.cpu_count()} CPUs; rates are problems/s (JSON Lines written)")
+    print(f"ops {a.ops}; {a.repeats} repeats; {os.cpu_count()} CPUs; rates are problems/s (JSON Lines written); "
+          f"x .../st: per statement")
     if pub: print(f"public anchors: Infini-AI-Lab/gsm_infinite @ {pub.commit}, run in this session as described in this script's docstring")
-    W = a.workers
-    hdr = (f"{'setting':<24}{'load':>5}{'n':>6} | {'pub warm':>9}{'pub cold':>9}{'pub cpu':>9} | {'ours warm':>10}{'ours cold':>10}"
-           f"{'ours cpu':>9}{f'ours {W}p':>9} | {'x warm':>7}{'x cold':>7}{'x cpu':>7}{f'x {W}p':>7}")
-    print(hdr); print('-' * len(hdr))
+    if pub and 'symbolic' in a.subsets.split(','):          # the fixed cost of a fresh process, the same on every row
+        fo, fp, so, sp = tmp / 'start_ours.jsonl', tmp / 'start_pub.jsonl', [], []
+        for r in range(a.repeats):
+            fo.unlink(missing_ok=True); so.append(cold(ours_cmd('symbolic', 'forward', [ops[0]], 1, 0, fo), fo)[1])
+            fp.unlink(missing_ok=True)
+            sp.append(cold(public_cold_cmd(argparse.Namespace(authors=a.authors, ops=str(ops[0])), 'symbolic', 'forward', 1, 0, fp), fp)[1])
+        print(f"one Symbolic problem in a fresh process (the start both cold columns pay): numcook command "
+              f"{statistics.median(so):.3f} s, public {statistics.median(sp):.3f} s")
+    hdr = (f"{'setting':<20}{'load':>5}{'n':>6} | {'st/pb':>7}{'pub lib':>9}{'pub cold':>9} | {'st/pb':>7}{'ours lib':>9}"
+           f"{'ours cmd':>9} | {'x lib':>6}{'x cmd':>6}{'x lib/st':>9}{'x cmd/st':>9}{'x cpu':>6}")
+    print(f"{'':<31} | {'public':<25} | {'numcook':<25} |"); print(hdr); print('-' * len(hdr))
     for subset, mode, ctx in settings:
         key = ('symbolic', ctx) if subset == 'symbolic' else (subset, mode)
         per = max(1, round(PER_OP.get(key, 4) * a.scale))
-        label = f"{subset} {mode} {ctx // 1024 if ctx % 1024 == 0 and ctx else ctx}{'k' if ctx and ctx % 1024 == 0 else ''}"
-        f_pub, f_ours = tmp / 'pub.jsonl', tmp / 'ours.jsonl'
-        ours_job(subset, mode, ops, per, ctx, f_ours)                                   # untimed: warm caches
+        label = f"{subset} {mode[:3] if subset != 'symbolic' else ''} {ctx // 1024 if ctx % 1024 == 0 and ctx else ctx}{'k' if ctx and ctx % 1024 == 0 else ''}"
+        f_pub, f_ours, f_cp, f_cmd = tmp / 'pub.jsonl', tmp / 'ours.jsonl', tmp / 'pub_cold.jsonl', tmp / 'ours_cmd.jsonl'
+        ours_lib(subset, mode, ops, per, ctx, f_ours)                                   # untimed: warm caches
         if pub: public_job(pub, subset, mode, ops, per, ctx, f_pub)
-        R = {k: [] for k in ('pw', 'pc', 'pcpu', 'ow', 'oc', 'ocpu', 'op')}
+        R = {k: [] for k in ('pl', 'pc', 'pcpu', 'ol', 'oc', 'ocpu')}
         loads = []
         for r in range(a.repeats):
             loads.append(os.getloadavg()[0])
             if pub:
                 n, w, c = timed(lambda: public_job(pub, subset, mode, ops, per, ctx, f_pub))
-                R['pw'].append(n / w); R['pcpu'].append(n / c)
-                n, w, c = cold([sys.executable, __file__, '--authors', a.authors, '--ops', a.ops, '--public-job', subset, mode,
-                                str(per), str(ctx), str(f_pub)], f_pub)
-                R['pc'].append(n / w)
-            n, w, c = timed(lambda: ours_job(subset, mode, ops, per, ctx, f_ours))
-            R['ow'].append(n / w); R['ocpu'].append(n / c)
-            n, w, c = cold([*NUMCOOK, 'gsm', 'generate', '--subset', subset, '--mode', mode, '--ops', a.ops, '--per-op', str(per), '--context', str(ctx), '--seed', str(r + 1),
-                            '--out', str(tmp / f'cold_{subset}_{mode}_{ctx}_{r}.jsonl')], tmp / f'cold_{subset}_{mode}_{ctx}_{r}.jsonl')
-            R['oc'].append(n / w)
-            n, w, c = timed(lambda: ours_job(subset, mode, ops, 4 * per, ctx, f_ours, W))   # (4x: the pool's start amortized)
-            R['op'].append(n / w)
+                R['pl'].append(n / w); R['pcpu'].append(n / c)
+                f_cp.unlink(missing_ok=True)
+                n, w = cold(public_cold_cmd(a, subset, mode, per, ctx, f_cp), f_cp); R['pc'].append(n / w)
+            n, w, c = timed(lambda: ours_lib(subset, mode, ops, per, ctx, f_ours))
+            R['ol'].append(n / w); R['ocpu'].append(n / c)
+            f_cmd.unlink(missing_ok=True)                    # (a fresh file: the command would resume an existing one)
+            n, w = cold(ours_cmd(subset, mode, ops, per, ctx, f_cmd), f_cmd); R['oc'].append(n / w)
         m = {k: statistics.median(v) if v else float('nan') for k, v in R.items()}
-        x = lambda o, p: f"{m[o] / m[p]:7.1f}" if pub else f"{'-':>7}"
-        print(f"{label:<24}{statistics.median(loads):5.1f}{n:6d} | {m['pw']:9.0f}{m['pc']:9.0f}{m['pcpu']:9.0f} | "
-              f"{m['ow']:10.0f}{m['oc']:10.0f}{m['ocpu']:9.0f}{m['op']:9.0f} | {x('ow', 'pw')}{x('oc', 'pc')}{x('ocpu', 'pcpu')}{x('op', 'pw')}",
+        so, sp = statements(f_ours, subset), (statements(f_pub, subset) if pub else float('nan'))
+        x = lambda o, p, k=1.0, w=6: f"{m[o] / m[p] * k:{w}.1f}" if pub else f"{'-':>{w}}"
+        print(f"{label:<20}{statistics.median(loads):5.1f}{n:6d} | {sp:7.1f}{m['pl']:9.0f}{m['pc']:9.0f} | {so:7.1f}{m['ol']:9.0f}"
+              f"{m['oc']:9.0f} | {x('ol', 'pl')}{x('oc', 'pc')}{x('ol', 'pl', so / sp, 9)}{x('oc', 'pc', so / sp, 9)}{x('ocpu', 'pcpu')}",
               flush=True)
-    print("x warm / x cold: numcook's warm (cold) wall rate over theirs; x cpu: per CPU second of this process; "
-          f"x {W}p: numcook with {W} processes over their (single-process) warm rate")
+    print("x lib: numcook's library call over theirs; x cmd: numcook's command over their cold process; /st: per statement; "
+          "x cpu: library calls per CPU second")
 
 
 if __name__ == '__main__':

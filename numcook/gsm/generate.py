@@ -257,6 +257,7 @@ def generate(subset:str='hard', ops='2-30', per_op:int=100, context='0', seed:in
     cfg = GenerateConfig(subset, ops, per_op, context, seed, mode, template, tokenizer)
     ops, ctx, modes, templates = _plan(cfg)
     counter = counter or TokenCounter(tokenizer)
+    if subset == 'symbolic' and ctx: reuse_freed_memory()   # (as the command: long batches' arrays, kept not unmapped)
     for task in _tasks(cfg, ops, ctx): yield from _task_records(cfg, task, ctx, modes, templates, counter)
 
 # %% ../../nbs/gsm/45_generate.ipynb #3f18f4f6
