@@ -4,7 +4,7 @@
 
 # %% ../../nbs/nupa/21_tasks.ipynb #0329c8a0
 from __future__ import annotations
-import functools, json, math, random
+import functools, json, math, operator, random
 from json.encoder import encode_basestring
 from dataclasses import dataclass, field
 from fractions import Fraction as Q
@@ -122,10 +122,28 @@ def _frac(s:str) -> Q:
 
 def _ftext(q:Q) -> str: return f"{q.numerator}/{q.denominator}"
 
+def _nd(s:str) -> tuple[int, int]:
+    "A fraction's text as the integers `(n, d)` (d > 0), not reduced."
+    n, _, d = s.strip('()').partition('/')
+    return int(n), int(d)
+
+def _lowest(n:int, d:int) -> str:
+    "The text of n/d (d > 0) in lowest terms, as `_ftext(Q(n, d))` writes it, by integer arithmetic alone."
+    g = math.gcd(n, d)
+    return f"{n // g}/{d // g}"
+
+def _frac_op(op:Callable) -> Callable[[str, str], str]:
+    "Gold function of add, sub or multiply on two fractions: cross-multiplied integers, reduced once."
+    if op is _mul:
+        def mul(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(na * nb, da * db)
+        return mul
+    def g(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(op(na * db, nb * da), da * db)
+    return g
+
 def _arith(op:Callable, rep:str) -> Callable[[str, str], str]:
     "Gold function of an arithmetic or comparison `op` on two numbers of representation `rep`."
     if rep == 'integer': return lambda a, b: str(op(int(a), int(b)))
-    if rep == 'fraction': return lambda a, b: _ftext(op(_frac(a), _frac(b)))
+    if rep == 'fraction': return _frac_op(op)
     scaled, fmt = (_dec, format_decimal) if rep == 'float' else (_sci, format_scientific)
     if op is _mul:
         def mul(a, b): (ma, ka), (mb, kb) = scaled(a), scaled(b); return fmt(ma * mb, ka + kb)
@@ -145,29 +163,33 @@ def _pick(op:Callable, rep:str) -> Callable[[str, str], str]:
         sc = _dec if rep == 'float' else _sci
         def g(a, b): ma, mb, _ = _align(sc(a), sc(b)); return a if op(ma, mb) == ma else b
         return g
-    val = int if rep == 'integer' else _frac
-    def h(a, b): va, vb = val(a), val(b); return a if op(va, vb) == va else b
+    if rep == 'fraction':                      # na/da vs nb/db by cross-multiplying (denominators are positive)
+        def f(a, b): (na, da), (nb, db) = _nd(a), _nd(b); x, y = na * db, nb * da; return a if op(x, y) == x else b
+        return f
+    def h(a, b): va, vb = int(a), int(b); return a if op(va, vb) == va else b
     return h
 
 _DIGIT_OPS = {'digit_max': max, 'digit_min': min, 'digit_add': lambda x, y: str((int(x) + int(y)) % 10)}
-_TABLES = {k: {(x, y): str(f(x, y)) for x in '0123456789' for y in '0123456789'} for k, f in _DIGIT_OPS.items()}
+_TABLES = {k: {x + y: str(f(x, y)) for x in '0123456789' for y in '0123456789'} for k, f in _DIGIT_OPS.items()}
 
 def _digitwise(kind:str, rep:str) -> Callable[[str, str], str]:
-    "Digit max/min/add: integer parts aligned right, decimal parts left, missing digits read as 0, no carries."
-    t = _TABLES[kind]
+    """Digit max/min/add: integer parts aligned right, decimal parts left, missing digits read as 0, no carries (each
+    pair of digits looked up in a table of the 100 pairs, `map` doing the loop)."""
+    look, cat = _TABLES[kind].__getitem__, str.__add__
     def ints(x, y):
         n = max(len(x), len(y)); x, y = x.zfill(n), y.zfill(n)
-        return ''.join([t[p] for p in zip(x, y)]).lstrip('0') or '0'
+        return ''.join(map(look, map(cat, x, y))).lstrip('0') or '0'
     if rep == 'integer': return ints
     def floats(a, b):
         (ia, _, da), (ib, _, db) = a.partition('.'), b.partition('.')
         n = max(len(da), len(db)); da, db = da.ljust(n, '0'), db.ljust(n, '0')
-        return ints(ia, ib) + '.' + (''.join([t[p] for p in zip(da, db)]).rstrip('0') or '0')
+        return ints(ia, ib) + '.' + (''.join(map(look, map(cat, da, db))).rstrip('0') or '0')
     return floats
 
 def _truediv(rep:str) -> Callable[[str, str], str]:
-    if rep == 'integer': return lambda a, b: _ftext(Q(int(a), int(b)))
-    return lambda a, b: _ftext(_frac(a) / _frac(b))
+    if rep == 'integer': return lambda a, b: _lowest(int(a), int(b))
+    def g(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(na * db, da * nb)
+    return g
 
 def _to_float(rep:str) -> Callable[[str, str | None], str]:
     if rep == 'scientific': return lambda a, b=None: format_decimal(*_sci(a))
@@ -292,11 +314,20 @@ def _scientific(r:random.Random, L:int, lo:int=0, hi:int=99) -> str | None:
 def _exp(s:str) -> int: return int(s.rpartition('e')[2])
 
 # %% ../../nbs/nupa/21_tasks.ipynb #52b08a78
+def _length_range(L:int, rule:str) -> tuple[int, int]:
+    "`(first, count)`: the shorter operand's lengths under `rule`, 'default' [ceil(L/2), L], 'hard' (L/2, L], 'easy' [1, min(2, L)]."
+    if rule == 'easy': return 1, min(2, L)
+    if rule == 'hard': return L // 2 + 1, L - L // 2
+    return (L + 1) // 2, L - (L + 1) // 2 + 1
+
 def _lengths(r:random.Random, L:int, rule:str) -> int:
-    "The shorter operand's length under `rule`: 'default' [ceil(L/2), L], 'hard' (L/2, L], 'easy' [1, min(2, L)]."
-    if rule == 'easy': return 1 + _below(r, min(2, L))
-    if rule == 'hard': return L // 2 + 1 + _below(r, L - L // 2)
-    return (L + 1) // 2 + _below(r, L - (L + 1) // 2 + 1)
+    "The shorter operand's length under `rule` (see `_length_range`), drawn uniformly."
+    first, count = _length_range(L, rule)
+    return first + _below(r, count)
+
+def _rule(kind:str, variant:str|None) -> str:
+    "The length rule of a two-number task: 'easy' for the easy variants, 'hard' for multiply, else 'default'."
+    return 'easy' if variant == 'easy' else 'hard' if kind == 'multiply' else 'default'
 
 _GEN = {'integer': _int, 'float': _float, 'fraction': _fraction}
 
@@ -330,7 +361,7 @@ def _make_sampler(kind:str, rep:str, variant:str|None) -> Callable[[random.Rando
             if kind == 'sig_fig': return a, str(2 + _below(r, max(2, len(str(_scaled_of(rep)(a)[0]))) - 1))
             return a, None
         return single
-    rule = 'easy' if variant == 'easy' else 'hard' if kind == 'multiply' else 'default'
+    rule = _rule(kind, variant)
     commutative = kind in ('add', 'multiply', 'max', 'min', 'digit_max', 'digit_min', 'digit_add')
     ordered = kind == 'sub'  # larger first
     divides = kind in ('truediv', 'floordiv', 'mod')
@@ -468,10 +499,14 @@ def task_names(spec:str|Iterable[str]|None=None) -> list[str]:
     return names
 
 # %% ../../nbs/nupa/21_tasks.ipynb #f474d718
+def _check_length(length:int) -> int:
+    "`length`, if it lies in [1, MAX_LENGTH]; else an error."
+    if not 1 <= int(length) <= MAX_LENGTH: raise NumcookError(f"bad length {length}: lengths must lie in [1, {MAX_LENGTH}]")
+    return length
+
 def _draws(t:Task, length:int, n:int, seed:int) -> Iterator[tuple[str, str|None, str]]:
     "The `(a, b, answer)` of the items of `t` at `length`: the generation loop that `generate_task` describes."
-    if not 1 <= int(length) <= MAX_LENGTH: raise NumcookError(f"bad length {length}: lengths must lie in [1, {MAX_LENGTH}]")
-    r, seen, k = rng(seed, t.name, length), set(), 0
+    r, seen, k = rng(seed, t.name, _check_length(length)), set(), 0
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     sample, gold, valid = t.sampler, t.gold_fn, t.valid
     while k < n and idle < patience and budget > 0:
@@ -501,16 +536,29 @@ def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `
         out.append(rec)
     return out
 
+def _line_format(t:Task, length:int, seed:int) -> str:
+    """One item's JSON line as a %-format of `(i, a, b, a, b, answer)` (one-number tasks: `(i, a, a, answer)`), the
+    fixed text JSON-escaped once: operands and answers are digits, '.', '/' and 'e', which JSON writes as they are."""
+    enc, pct = encode_basestring, lambda s: s.replace('%', '%%')
+    text = lambda s: pct(enc(s)[1:-1])                                # a string's JSON content, without its quotes
+    pre, _, rest = t.question('\0a', '\0b').partition('\0a')          # the prompt around markers for the operands
+    qmid, _, post = rest.partition('\0b')
+    one = t.second is None
+    return (pct(f'{{"id": "{t.name}-{length}-') + '%d'
+            + pct(f'", "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
+                  f'"variant": {enc(t.variant) if t.variant else "null"}, "length": {int(length)}, "a": "') + '%s"'
+            + ('' if one else ', "b": "%s"') + ', "question": "' + text(pre) + '%s'
+            + (text(rest) if one else text(qmid) + '%s' + text(post))
+            + '", "answer": "%s", "seed": ' + pct(json.dumps(seed)) + '}')
+
 def task_lines(task:str|Task, length:int, n:int=1000, seed:int=0) -> str:
     "`generate_task`'s items as JSON lines (joined by newlines), each exactly `json.dumps(item, ensure_ascii=False)`."
-    t, enc, lines = get_task(task), encode_basestring, []
-    mid = (f', "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
-           f'"variant": {enc(t.variant) if t.variant else "null"}, "length": {int(length)}, "a": ')
-    head, tail, question = f'{{"id": "{t.name}-{length}-', f', "seed": {json.dumps(seed)}}}', t.question
-    for i, (a, b, ans) in enumerate(_draws(t, length, n, seed)):
-        bq = '' if b is None else f', "b": {enc(b)}'
-        lines.append(f'{head}{i}"{mid}{enc(a)}{bq}, "question": {enc(question(a, b))}, "answer": {enc(ans)}{tail}')
-    return '\n'.join(lines)
+    t = get_task(task)
+    fmt, fast = _line_format(t, length, seed), _fast_lines(t)
+    if fast is not None: return fast(t, _check_length(length), n, seed, fmt)
+    draws = _draws(t, length, n, seed)
+    if t.second is None: return '\n'.join([fmt % (i, a, a, ans) for i, (a, _, ans) in enumerate(draws)])
+    return '\n'.join([fmt % (i, a, b, a, b, ans) for i, (a, b, ans) in enumerate(draws)])
 
 def _check_n(n) -> int:
     try: n = int(n)
@@ -578,6 +626,52 @@ def to_dataframe(records:Iterable[dict]):
     for c in cols:
         if c not in df: df[c] = None
     return df[cols + [c for c in df.columns if c not in cols]]
+
+# %% ../../nbs/nupa/21_tasks.ipynb #fa57a002
+_INT_OPS = {'add': operator.add, 'sub': operator.sub, 'multiply': operator.mul, 'floordiv': operator.floordiv,
+            'mod': operator.mod, 'max': max, 'min': min, 'truediv': _lowest}
+
+def _int_span(L:int) -> tuple[int, int, int]:
+    "`_int(r, L)` as `(lo, m, bits)`: the integer is `lo + x`, x drawn as `_below(r, m)` draws it (`bits` = m's bit length)."
+    lo, m = (0, 10) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
+    return lo, m, m.bit_length()
+
+def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    """`task_lines` of a task on two random integers (add, sub, multiply, floordiv, mod, truediv, max, min): the loop
+    of `_draws` with the sampler's draws written out and the operands kept as ints (the same stream, the same items)."""
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    bits, rand, op = r.getrandbits, r.random, _INT_OPS[kind]
+    first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
+    spans = [_int_span(l) if l >= first else None for l in range(first + count)]
+    alo, am, abits = _int_span(L)
+    swap, distinct, ordered = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind == 'sub'
+    divides, truediv = kind in ('truediv', 'floordiv', 'mod'), kind == 'truediv'
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        x = bits(cbits)                                                # the shorter length: _lengths
+        while x >= count: x = bits(cbits)
+        lo, m, k = spans[first + x]
+        x = bits(abits)                                                # a = _int(r, L)
+        while x >= am: x = bits(abits)
+        a = alo + x
+        x = bits(k)                                                    # b = _int(r, l)
+        while x >= m: x = bits(k)
+        b = lo + x
+        if divides and b == 0: continue
+        if swap and rand() < 0.5: a, b = b, a
+        if distinct and a == b: continue
+        if ordered and a < b: a, b = b, a
+        if (a, b) in seen: continue
+        seen.add((a, b))
+        if truediv and a == 0: continue                                # (the check on truediv's answer: not 0/b)
+        out.append(fmt % (len(out), a, b, a, b, op(a, b))); idle = 0
+    return '\n'.join(out)
+
+def _fast_lines(t:Task) -> Callable | None:
+    "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
+    if t.representation == 'integer' and t.kind in _INT_OPS and t.variant != 'hard': return _int_pair_lines
+    return None
 
 # %% ../../nbs/nupa/21_tasks.ipynb #5b844397
 def summarize_task(task:str|Task, n:int=1000, seed:int=0, lengths=None) -> list[dict]:
