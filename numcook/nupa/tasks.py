@@ -668,9 +668,101 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         out.append(fmt % (len(out), a, b, a, b, op(a, b))); idle = 0
     return '\n'.join(out)
 
+def _nonzero_span(L:int) -> tuple[int, int, int]:
+    "`_int(r, L, nonzero=True)` as `(lo, m, bits)`, like `_int_span`."
+    lo, m = (1, 9) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
+    return lo, m, m.bit_length()
+
+def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tuple[int, int]]:
+    "`_coprime_pair(r, l, proper)` for l <= L with its draws written out: `l -> (n, d)`."
+    bits, rand, gcd = r.getrandbits, r.random, math.gcd
+    spans = [None] + [_nonzero_span(l) for l in range(1, L + 1)]
+    def draw(l):
+        while True:
+            if proper or rand() < 0.5: nl, dl = 1 + _below(r, l), l
+            else: nl, dl = l, 1 + _below(r, l)
+            lo, m, k = spans[nl]; x = bits(k)
+            while x >= m: x = bits(k)
+            num = lo + x
+            lo, m, k = spans[dl]; x = bits(k)
+            while x >= m: x = bits(k)
+            den = lo + x
+            if den >= 2 and gcd(num, den) == 1 and (not proper or num < den): return num, den
+    return draw
+
+def _fraction_gold(kind:str) -> Callable[[int, int, int, int], str | bool]:
+    "The gold answer of a two-fraction task from `(na, da, nb, db)`; for max and min, whether it is a."
+    if kind == 'add': return lambda na, da, nb, db: _lowest(na * db + nb * da, da * db)
+    if kind == 'sub': return lambda na, da, nb, db: _lowest(na * db - nb * da, da * db)
+    if kind == 'multiply': return lambda na, da, nb, db: _lowest(na * nb, da * db)
+    if kind == 'truediv': return lambda na, da, nb, db: _lowest(na * db, da * nb)
+    if kind == 'max': return lambda na, da, nb, db: na * db >= nb * da
+    return lambda na, da, nb, db: na * db <= nb * da
+
+def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_lines`."
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    rand, gold = r.random, _fraction_gold(kind)
+    frac = _fraction_drawer(r, L, proper=t.variant == 'hard' and kind in ('max', 'min'))
+    first, count = _length_range(L, _rule(kind, t.variant))
+    swap, distinct, pick = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind in ('max', 'min')
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        l = first + _below(r, count)
+        ab = frac(L) + frac(l)                                         # (na, da, nb, db)
+        if swap and rand() < 0.5: ab = ab[2:] + ab[:2]
+        if distinct and ab[:2] == ab[2:]: continue
+        if kind == 'sub' and ab[0] * ab[3] < ab[2] * ab[1]: ab = ab[2:] + ab[:2]   # the larger first
+        if ab in seen: continue
+        seen.add(ab)
+        a, b, ans = '%d/%d' % ab[:2], '%d/%d' % ab[2:], gold(*ab)
+        if pick: ans = a if ans else b
+        elif kind == 'truediv' and ab[0] == 0: continue                # (the check on truediv's answer: not 0/b)
+        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+    return '\n'.join(out)
+
+def _places(d:int) -> int:
+    "The decimal places of 1/d for d = 2**i * 5**j: max(i, j), the least k with 10**k % d == 0."
+    i = (d & -d).bit_length() - 1; d >>= i; j = 0
+    while d % 5 == 0: d //= 5; j += 1
+    return max(i, j)
+
+@functools.lru_cache(maxsize=None)
+def _two_five_places(L:int) -> dict[int, int]:
+    "Each denominator of `_two_five(L)` with its decimal places."
+    return {d: _places(d) for d in _two_five(L)}
+
+def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
+    r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
+    rand, spans = r.random, [None] + [_nonzero_span(l) for l in range(1, L + 1)]
+    dens = [None] + [_two_five(l) for l in range(1, L + 1)]
+    places = {d: k for l in range(1, L + 1) for d, k in _two_five_places(l).items()}
+    bits = r.getrandbits
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        while True:
+            if rand() < 0.5: nl, dl = 1 + _below(r, L), L
+            else: nl, dl = L, 1 + _below(r, L)
+            ds = dens[dl]; d = ds[_below(r, len(ds))]
+            lo, m, k = spans[nl]; x = bits(k)
+            while x >= m: x = bits(k)
+            num = lo + x
+            if gcd(num, d) == 1: break
+        if (num, d) in seen: continue
+        seen.add((num, d))
+        k = places[d]
+        a = '%d/%d' % (num, d)
+        out.append(fmt % (len(out), a, a, format_decimal(num * (10 ** k // d), k))); idle = 0
+    return '\n'.join(out)
+
 def _fast_lines(t:Task) -> Callable | None:
     "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
     if t.representation == 'integer' and t.kind in _INT_OPS and t.variant != 'hard': return _int_pair_lines
+    if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
+    if t.name == 'to_float_fraction': return _to_float_fraction_lines
     return None
 
 # %% ../../nbs/nupa/21_tasks.ipynb #5b844397
