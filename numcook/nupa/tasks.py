@@ -758,11 +758,61 @@ def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         out.append(fmt % (len(out), a, a, format_decimal(num * (10 ** k // d), k))); idle = 0
     return '\n'.join(out)
 
+def _float_drawer(r:random.Random, L:int) -> Callable[[int], tuple[str, int, int]]:
+    "`_float(r, l)` for l <= L with its draws written out: `l -> (text, m, k)`, the value m / 10**k."
+    bits, rand = r.getrandbits, r.random
+    ints = [None] + [_int_span(l) for l in range(1, L + 1)]
+    tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
+    def draw(l):
+        if rand() < 0.5: il, dl = l, 1 + _below(r, l)
+        else: il, dl = 1 + _below(r, l), l
+        lo, m, k = ints[il]; x = bits(k)                               # the integer part: _int(r, il)
+        while x >= m: x = bits(k)
+        ip = lo + x
+        m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
+        if dl > 1:
+            x = bits(k)
+            while x >= m: x = bits(k)
+        last = 1 + _below(r, 9)
+        return f'{ip}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}', (ip * m + x) * 10 + last, dl
+    return draw
+
+_FLOAT_GOLD = {'add': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) + mb * 10 ** (k - kb), k),
+               'sub': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) - mb * 10 ** (k - kb), k),
+               'multiply': lambda ma, ka, mb, kb, k: format_decimal(ma * mb, ka + kb)}
+
+def _float_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of a task on two random floats (add, sub, multiply, max, min, digit-wise ops), like `_int_pair_lines`."
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    rand, flt = r.random, _float_drawer(r, L)
+    first, count = _length_range(L, _rule(kind, t.variant))
+    gold, digitwise = _FLOAT_GOLD.get(kind), _gold_fn(kind, 'float') if kind.startswith('digit_') else None
+    swap, distinct, ordered = kind not in ('sub',), kind in ('max', 'min', 'sub'), kind == 'sub'
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        l = first + _below(r, count)
+        (a, ma, ka), (b, mb, kb) = flt(L), flt(l)
+        if swap and rand() < 0.5: a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
+        if distinct and a == b: continue
+        k = ka if ka >= kb else kb                                     # the common scale of a and b
+        if ordered and ma * 10 ** (k - ka) < mb * 10 ** (k - kb): a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
+        if (a, b) in seen: continue
+        seen.add((a, b))
+        if gold is not None: ans = gold(ma, ka, mb, kb, k)
+        elif digitwise is not None: ans = digitwise(a, b)
+        else:                                                          # max, min: one of the two, verbatim
+            x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
+            ans = a if (x >= y if kind == 'max' else x <= y) else b
+        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+    return '\n'.join(out)
+
 def _fast_lines(t:Task) -> Callable | None:
     "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
     if t.representation == 'integer' and t.kind in _INT_OPS and t.variant != 'hard': return _int_pair_lines
     if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
     if t.name == 'to_float_fraction': return _to_float_fraction_lines
+    if t.representation == 'float' and t.second == 'float' and t.variant != 'hard': return _float_pair_lines
     return None
 
 # %% ../../nbs/nupa/21_tasks.ipynb #5b844397
