@@ -170,20 +170,35 @@ def _pick(op:Callable, rep:str) -> Callable[[str, str], str]:
     return h
 
 _DIGIT_OPS = {'digit_max': max, 'digit_min': min, 'digit_add': lambda x, y: str((int(x) + int(y)) % 10)}
-_TABLES = {k: {x + y: str(f(x, y)) for x in '0123456789' for y in '0123456789'} for k, f in _DIGIT_OPS.items()}
+@functools.lru_cache(maxsize=None)
+def _byte_masks(n:int) -> tuple[int, int, int, int]:
+    "The n-byte integers whose bytes are all 0x30 ('0'), 0x80, 0x76 and 0xff."
+    return tuple(int.from_bytes(bytes([v]) * n, 'big') for v in (0x30, 0x80, 0x76, 0xff))
+
+def _bytewise(kind:str, x:str, y:str) -> str:
+    """Digit max/min/add of two digit strings of one length n, all positions at once: each string is an n-byte
+    integer holding one digit 0-9 per byte, and the per-byte results never carry into the next byte."""
+    n = len(x); zero, high, to10, full = _byte_masks(n)
+    X, Y = int.from_bytes(x.encode(), 'big') - zero, int.from_bytes(y.encode(), 'big') - zero
+    if kind == 'digit_add':
+        s = X + Y                                            # each byte 0-18
+        r = s - 10 * (((s + to10) & high) >> 7)              # bytes >= 10 (those that reach 0x80 with 0x76 added) lose 10
+    else:
+        ge = ((X + high - Y if kind == 'digit_max' else Y + high - X) & high) >> 7   # 1 where x's digit wins (ties too)
+        keep = (ge << 8) - ge                                # 0xff where x's digit wins
+        r = (X & keep) | (Y & (full ^ keep))
+    return (r + zero).to_bytes(n, 'big').decode()
 
 def _digitwise(kind:str, rep:str) -> Callable[[str, str], str]:
-    """Digit max/min/add: integer parts aligned right, decimal parts left, missing digits read as 0, no carries (each
-    pair of digits looked up in a table of the 100 pairs, `map` doing the loop)."""
-    look, cat = _TABLES[kind].__getitem__, str.__add__
+    "Digit max/min/add: integer parts aligned right, decimal parts left, missing digits read as 0, no carries."
     def ints(x, y):
-        n = max(len(x), len(y)); x, y = x.zfill(n), y.zfill(n)
-        return ''.join(map(look, map(cat, x, y))).lstrip('0') or '0'
+        n = max(len(x), len(y))
+        return _bytewise(kind, x.zfill(n), y.zfill(n)).lstrip('0') or '0'
     if rep == 'integer': return ints
     def floats(a, b):
         (ia, _, da), (ib, _, db) = a.partition('.'), b.partition('.')
-        n = max(len(da), len(db)); da, db = da.ljust(n, '0'), db.ljust(n, '0')
-        return ints(ia, ib) + '.' + (''.join(map(look, map(cat, da, db))).rstrip('0') or '0')
+        n = max(len(da), len(db))
+        return ints(ia, ib) + '.' + (_bytewise(kind, da.ljust(n, '0'), db.ljust(n, '0')).rstrip('0') or '0')
     return floats
 
 def _truediv(rep:str) -> Callable[[str, str], str]:
@@ -637,15 +652,16 @@ def _int_span(L:int) -> tuple[int, int, int]:
     return lo, m, m.bit_length()
 
 def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
-    """`task_lines` of a task on two random integers (add, sub, multiply, floordiv, mod, truediv, max, min): the loop
+    """`task_lines` of a task on two random integers (arithmetic, max, min, digit-wise ops): the loop
     of `_draws` with the sampler's draws written out and the operands kept as ints (the same stream, the same items)."""
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
-    bits, rand, op = r.getrandbits, r.random, _INT_OPS[kind]
+    bits, rand, op = r.getrandbits, r.random, _INT_OPS.get(kind)
+    if op is None: dw = _gold_fn(kind, 'integer'); op = lambda a, b: dw(str(a), str(b))   # the digit-wise ops
     first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     spans = [_int_span(l) if l >= first else None for l in range(first + count)]
     alo, am, abits = _int_span(L)
-    swap, distinct, ordered = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind == 'sub'
-    divides, truediv = kind in ('truediv', 'floordiv', 'mod'), kind == 'truediv'
+    swap = kind in ('add', 'multiply', 'max', 'min') or kind in _DIGIT_OPS
+    distinct, ordered, divides, truediv = kind in ('max', 'min', 'sub'), kind == 'sub', kind in ('truediv', 'floordiv', 'mod'), kind == 'truediv'
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -809,7 +825,7 @@ def _float_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
 
 def _fast_lines(t:Task) -> Callable | None:
     "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
-    if t.representation == 'integer' and t.kind in _INT_OPS and t.variant != 'hard': return _int_pair_lines
+    if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS) and t.variant != 'hard': return _int_pair_lines
     if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
     if t.name == 'to_float_fraction': return _to_float_fraction_lines
     if t.representation == 'float' and t.second == 'float' and t.variant != 'hard': return _float_pair_lines
