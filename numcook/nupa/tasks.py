@@ -774,10 +774,10 @@ def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         out.append(fmt % (len(out), a, a, format_decimal(num * (10 ** k // d), k))); idle = 0
     return '\n'.join(out)
 
-def _float_drawer(r:random.Random, L:int) -> Callable[[int], tuple[str, int, int]]:
-    "`_float(r, l)` for l <= L with its draws written out: `l -> (text, m, k)`, the value m / 10**k."
+def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int], tuple[str, int, int]]:
+    "`_float(r, l, nonzero)` for l <= L with its draws written out: `l -> (text, m, k)`, the value m / 10**k."
     bits, rand = r.getrandbits, r.random
-    ints = [None] + [_int_span(l) for l in range(1, L + 1)]
+    ints = [None] + [(_nonzero_span if nonzero else _int_span)(l) for l in range(1, L + 1)]
     tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
     def draw(l):
         if rand() < 0.5: il, dl = l, 1 + _below(r, l)
@@ -823,11 +823,42 @@ def _float_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
     return '\n'.join(out)
 
+def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of a task on one random integer or float (get_digit, length, count, to_scientific, sig_fig), like `_int_pair_lines`."
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    big = kind in ('to_scientific', 'sig_fig')                         # numbers >= 1
+    if t.representation == 'integer':
+        bits, (lo, m, k) = r.getrandbits, (_nonzero_span if big else _int_span)(L)
+        def draw():
+            x = bits(k)
+            while x >= m: x = bits(k)
+            return str(lo + x), lo + x, 0
+    else:
+        flt = _float_drawer(r, L, big); draw = lambda: flt(L)
+    one = t.second is None
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        a, ma, ka = draw()
+        if kind == 'get_digit': b = str(_below(r, len(a) - ('.' in a)))
+        elif kind == 'count': b = _DIGITS[_below(r, 10)]
+        elif kind == 'sig_fig': b = str(2 + _below(r, max(2, len(str(ma))) - 1))
+        else: b = None
+        if (a, b) in seen: continue
+        seen.add((a, b))
+        if kind == 'get_digit': ans = a.replace('.', '')[int(b)]
+        elif kind == 'count': ans = str(a.count(b))
+        elif kind == 'length': ans = str(len(a) - ('.' in a))
+        else: ans = format_scientific(ma, ka, sig=int(b) if kind == 'sig_fig' else None)
+        out.append(fmt % ((len(out), a, a, ans) if one else (len(out), a, b, a, b, ans))); idle = 0
+    return '\n'.join(out)
+
 def _fast_lines(t:Task) -> Callable | None:
     "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
     if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS) and t.variant != 'hard': return _int_pair_lines
     if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
     if t.name == 'to_float_fraction': return _to_float_fraction_lines
+    if t.kind in ('get_digit', 'length', 'count', 'to_scientific', 'sig_fig'): return _single_lines
     if t.representation == 'float' and t.second == 'float' and t.variant != 'hard': return _float_pair_lines
     return None
 
