@@ -853,12 +853,67 @@ def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         out.append(fmt % ((len(out), a, a, ans) if one else (len(out), a, b, a, b, ans))); idle = 0
     return '\n'.join(out)
 
+def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
+    "`_scientific(r, l, lo, hi)` for l <= L with its draws written out: `(l, lo, hi) -> (text, m, k, exponent)` or None, the value m / 10**k."
+    bits, rand = r.getrandbits, r.random
+    tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
+    def draw(l, lo=0, hi=99):
+        if l >= 3: dl, elo, ehi = l, lo, hi
+        elif l == 1: dl, elo, ehi = 1, lo, min(hi, 9)
+        elif rand() < 0.5: dl, elo, ehi = 2, lo, hi
+        else: dl, elo, ehi = 1, max(lo, 10), hi
+        if elo > ehi: return None
+        first = 1 + _below(r, 9)
+        m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
+        if dl > 1:
+            x = bits(k)
+            while x >= m: x = bits(k)
+        last = 1 + _below(r, 9)
+        e = elo + _below(r, ehi - elo + 1)
+        mant, k = (first * m + x) * 10 + last, dl - e                  # the value mant / 10**k, as `_sci` reads it
+        if k < 0: mant, k = mant * 10 ** -k, 0
+        return f'{first}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}e{e}', mant, k, e
+    return draw
+
+def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of a task on two scientific numbers (add, sub, multiply, max, min and their variants), like `_float_pair_lines`."
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    rand, sci = r.random, _scientific_drawer(r, L)
+    first, count = _length_range(L, _rule(kind, t.variant))
+    hard_cmp, swap = t.variant == 'hard' and kind in ('max', 'min'), kind in ('add', 'multiply', 'max', 'min')
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        l = first + _below(r, count)
+        a, ma, ka, ea = sci(L)
+        if hard_cmp and rand() < 0.7: B = sci(l, ea, ea)
+        elif kind in ('add', 'sub'): B = sci(l, max(0, ea - 4), min(99, ea + 4))
+        elif kind == 'multiply': B = sci(l, 0, 99 - ea)
+        else: B = sci(l)
+        if B is None: continue
+        b, mb, kb, _ = B
+        if swap and rand() < 0.5: a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
+        if kind in ('max', 'min', 'sub') and a == b: continue
+        k = ka if ka >= kb else kb                                     # the common scale of a and b
+        x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
+        if kind == 'sub' and x < y: a, b, x, y = b, a, y, x            # the larger first
+        if (a, b) in seen: continue
+        seen.add((a, b))
+        if kind == 'add': ans = format_scientific(x + y, k)
+        elif kind == 'sub': ans = format_scientific(x - y, k)
+        elif kind == 'multiply': ans = format_scientific(ma * mb, ka + kb)
+        else: ans = a if (x >= y if kind == 'max' else x <= y) else b   # max, min: one of the two, verbatim
+        if not 0 <= _exp(ans) <= 99: continue                          # (the check on scientific answers)
+        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+    return '\n'.join(out)
+
 def _fast_lines(t:Task) -> Callable | None:
     "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
     if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS) and t.variant != 'hard': return _int_pair_lines
     if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
     if t.name == 'to_float_fraction': return _to_float_fraction_lines
     if t.kind in ('get_digit', 'length', 'count', 'to_scientific', 'sig_fig'): return _single_lines
+    if t.representation == 'scientific' and t.kind in ('add', 'sub', 'multiply', 'max', 'min'): return _scientific_pair_lines
     if t.representation == 'float' and t.second == 'float' and t.variant != 'hard': return _float_pair_lines
     return None
 
