@@ -346,6 +346,15 @@ def _rule(kind:str, variant:str|None) -> str:
 
 _GEN = {'integer': _int, 'float': _float, 'fraction': _fraction}
 
+def _digits(r:random.Random, count:int) -> str:
+    "`count` random digits, each drawn as `_DIGITS[_below(r, 10)]` draws it."
+    bits, out = r.getrandbits, []
+    for _ in range(count):
+        x = bits(4)
+        while x >= 10: x = bits(4)
+        out.append(_DIGITS[x])
+    return ''.join(out)
+
 def _shared_prefix(r:random.Random, a:str) -> str:
     "A number with `a`'s shape that shares between half and all but one of its leading digits."
     digits = a.replace('.', ''); n = len(digits)
@@ -354,7 +363,7 @@ def _shared_prefix(r:random.Random, a:str) -> str:
     lo = 1 if first_free else 0
     c = _DIGITS[lo + _below(r, 10 - lo)]
     while c == digits[p]: c = _DIGITS[lo + _below(r, 10 - lo)]
-    rest = ''.join([_DIGITS[_below(r, 10)] for _ in range(n - p - 1)])
+    rest = _digits(r, n - p - 1)
     new = digits[:p] + c + rest
     if '.' in a:
         il = len(a.partition('.')[0]); ip, dp = new[:il], new[il:]
