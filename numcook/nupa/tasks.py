@@ -758,20 +758,28 @@ def _two_five_places(L:int) -> dict[int, int]:
     "Each denominator of `_two_five(L)` with its decimal places."
     return {d: _places(d) for d in _two_five(L)}
 
+@functools.lru_cache(maxsize=None)
+def _to_float_tables(L:int) -> tuple[list, list, dict]:
+    "For lengths up to L: the numerators' spans, the denominators `(_two_five(l), count, bits)` and each denominator's places."
+    dens = [None] + [(ds, len(ds), len(ds).bit_length()) for ds in map(_two_five, range(1, L + 1))]
+    return ([None] + [_nonzero_span(l) for l in range(1, L + 1)], dens,
+            {d: k for l in range(1, L + 1) for d, k in _two_five_places(l).items()})
+
 def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
     "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
     r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
-    rand, spans = r.random, [None] + [_nonzero_span(l) for l in range(1, L + 1)]
-    dens = [None] + [_two_five(l) for l in range(1, L + 1)]
-    places = {d: k for l in range(1, L + 1) for d, k in _two_five_places(l).items()}
-    bits = r.getrandbits
+    rand, bits, spans, dens, places = r.random, r.getrandbits, *_to_float_tables(L)
+    lk = L.bit_length()
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         while True:
-            if rand() < 0.5: nl, dl = 1 + _below(r, L), L
-            else: nl, dl = L, 1 + _below(r, L)
-            ds = dens[dl]; d = ds[_below(r, len(ds))]
+            half, x = rand() < 0.5, bits(lk)                           # the other part's length: 1 + _below(r, L)
+            while x >= L: x = bits(lk)
+            nl, dl = (1 + x, L) if half else (L, 1 + x)
+            ds, c, ck = dens[dl]; x = bits(ck)                         # the denominator: one of _two_five(dl)
+            while x >= c: x = bits(ck)
+            d = ds[x]
             lo, m, k = spans[nl]; x = bits(k)
             while x >= m: x = bits(k)
             num = lo + x
@@ -789,8 +797,10 @@ def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int],
     ints = [None] + [(_nonzero_span if nonzero else _int_span)(l) for l in range(1, L + 1)]
     tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
     def draw(l):
-        if rand() < 0.5: il, dl = l, 1 + _below(r, l)
-        else: il, dl = 1 + _below(r, l), l
+        half, k = rand() < 0.5, l.bit_length()                         # the other part's length: 1 + _below(r, l)
+        x = bits(k)
+        while x >= l: x = bits(k)
+        il, dl = (l, 1 + x) if half else (1 + x, l)
         lo, m, k = ints[il]; x = bits(k)                               # the integer part: _int(r, il)
         while x >= m: x = bits(k)
         ip = lo + x
@@ -798,7 +808,9 @@ def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int],
         if dl > 1:
             x = bits(k)
             while x >= m: x = bits(k)
-        last = 1 + _below(r, 9)
+        last = bits(4)                                                 # its last digit: 1 + _below(r, 9)
+        while last >= 9: last = bits(4)
+        last += 1
         return f'{ip}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}', (ip * m + x) * 10 + last, dl
     return draw
 
@@ -872,12 +884,16 @@ def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
         elif rand() < 0.5: dl, elo, ehi = 2, lo, hi
         else: dl, elo, ehi = 1, max(lo, 10), hi
         if elo > ehi: return None
-        first = 1 + _below(r, 9)
+        first = bits(4)                                                # the first digit: 1 + _below(r, 9)
+        while first >= 9: first = bits(4)
+        first += 1
         m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
         if dl > 1:
             x = bits(k)
             while x >= m: x = bits(k)
-        last = 1 + _below(r, 9)
+        last = bits(4)
+        while last >= 9: last = bits(4)
+        last += 1
         e = elo + _below(r, ehi - elo + 1)
         mant, k = (first * m + x) * 10 + last, dl - e                  # the value mant / 10**k, as `_sci` reads it
         if k < 0: mant, k = mant * 10 ** -k, 0
