@@ -10,8 +10,20 @@ workers, or the command and its workers) and their ratio to the wall time (the t
 busy until the end), and the time the same CPU work would take on `--workers` otherwise idle cores. On a shared
 machine the CPU/wall ratio also measures the other users: the load average is printed before and after.
 `--per-task` adds each task's items per CPU second (one process, a tenth of the items).
+
+    .venv/bin/python scripts/bench_nupa.py --authors /tmp/number_cookbook_pub   # against the authors' generator
+
+`--authors PATH` (a checkout of https://github.com/GraphPKU/number_cookbook, not part of numcook) times instead, for
+every task and each of its lengths, numcook's `task_lines` and the authors' generator making `--authors-n` items of the
+same task and length, alternating, in this process, in CPU seconds (process_time, so other users of a shared machine
+matter less). Their side is their own code, in memory: the DataGenerator's number pairs of a test split (b's length
+in [L/2, L], the harder-compare rewrite, duplicates removed, pairs swapped at random), then per pair their Task's
+preprocess_data and calc_result, the question text (their instruction, operator and ' = '; their tokenizer's
+encode/export round trip, which makes the same text, is left out, so their side is if anything faster than theirs) and
+one json.dumps line. Their file IO, pickling and imports are not timed. The table is sorted by ratio; the two tasks
+they lack (max/min hard on fractions) are named.
 """
-import argparse, os, resource, subprocess, sys, tempfile, time
+import argparse, json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 
 from numcook.nupa.tasks import get_task, iter_lines, task_names, task_lines
@@ -33,6 +45,143 @@ def report(what, items, wall, cpu, workers):
           f"(target >= {TARGET_RATIO} with 2 workers); on {workers} idle cores about {cpu / workers:.1f} s")
 
 
+# --- the authors' generator (--authors) -------------------------------------------------------------------------------
+# Each numcook task -> (the authors' Task name, the domain of its first input, the benchmark_config.py dataset whose
+# number pairs it reads). Their datasets: 'add' (b's length in [L/2, L]), 'compare' (the same), 'compare_harder'
+# (DataGenerator.make_harder_compare; integers of equal length). None: the authors have no such task.
+AUTHORS_TASKS = {
+    'add_integer': ('add', 'Integer', 'add'), 'add_float': ('add', 'Float', 'add'),
+    'add_fraction': ('add', 'Fraction', 'add'), 'add_scientific': ('add', 'ScientificNotation', 'add'),
+    'add_easy_fraction': ('add_easy', 'Fraction', 'add'),
+    'sub_integer': ('sub', 'Integer', 'add'), 'sub_float': ('sub', 'Float', 'add'),
+    'sub_fraction': ('sub', 'Fraction', 'add'), 'sub_scientific': ('sub', 'ScientificNotation', 'add'),
+    'multiply_hard_integer': ('multiply_hard', 'Integer', 'add'), 'multiply_easy_integer': ('multiply_easy', 'Integer', 'add'),
+    'multiply_hard_float': ('multiply_hard', 'Float', 'add'), 'multiply_easy_float': ('multiply_easy', 'Float', 'add'),
+    'multiply_hard_fraction': ('multiply_hard', 'Fraction', 'add'), 'multiply_easy_fraction': ('multiply_easy', 'Fraction', 'add'),
+    'multiply_hard_scientific': ('multiply_hard', 'ScientificNotation', 'add'),
+    'multiply_easy_scientific': ('multiply_easy', 'ScientificNotation', 'add'),
+    'truediv_integer': ('truediv', 'Integer', 'add'), 'truediv_fraction': ('truediv', 'Fraction', 'add'),
+    'floordiv_integer': ('floordiv', 'Integer', 'add'), 'mod_integer': ('mod', 'Integer', 'add'),
+    'mod_easy_integer': ('mod_easy', 'Integer', 'add'),
+    'max_integer': ('max', 'Integer', 'compare'), 'max_hard_integer': ('max_hard', 'Integer', 'compare_harder'),
+    'max_float': ('max', 'Float', 'compare'), 'max_hard_float': ('max_hard', 'Float', 'compare_harder'),
+    'max_fraction': ('max', 'Fraction', 'add'), 'max_hard_fraction': None,
+    'max_scientific': ('max', 'ScientificNotation', 'compare'),
+    'max_hard_scientific': ('max_hard', 'ScientificNotation', 'compare_harder'),
+    'min_integer': ('min', 'Integer', 'compare'), 'min_hard_integer': ('min_hard', 'Integer', 'compare_harder'),
+    'min_float': ('min', 'Float', 'compare'), 'min_hard_float': ('min_hard', 'Float', 'compare_harder'),
+    'min_fraction': ('min', 'Fraction', 'add'), 'min_hard_fraction': None,
+    'min_scientific': ('min', 'ScientificNotation', 'compare'),
+    'min_hard_scientific': ('min_hard', 'ScientificNotation', 'compare_harder'),
+    'digit_max_integer': ('digit_max', 'Integer', 'compare'), 'digit_max_float': ('digit_max', 'Float', 'compare'),
+    'digit_min_integer': ('digit_min', 'Integer', 'compare'), 'digit_min_float': ('digit_min', 'Float', 'compare'),
+    'digit_add_integer': ('digit_add', 'Integer', 'compare'), 'digit_add_float': ('digit_add', 'Float', 'compare'),
+    'get_digit_integer': ('get_digit', 'Integer', 'compare'), 'get_digit_float': ('get_digit', 'Float', 'compare'),
+    'length_integer': ('length', 'Integer', 'compare'), 'length_float': ('length', 'Float', 'compare'),
+    'count_integer': ('count', 'Integer', 'compare'),
+    'to_float_fraction': ('to_float', 'Fraction', 'add'), 'to_float_scientific': ('to_float', 'ScientificNotation', 'compare'),
+    'to_scientific_integer': ('to_scient', 'Integer', 'compare'), 'to_scientific_float': ('to_scient', 'Float', 'compare'),
+    'sig_fig_integer': ('sig', 'Integer', 'compare'), 'sig_fig_float': ('sig', 'Float', 'compare'),
+}
+
+
+class Authors:
+    "The authors' generation of a test split, in this process, from a checkout of GraphPKU/number_cookbook."
+
+    def __init__(self, path):
+        src = Path(path) / 'src'
+        if not (src / 'task.py').exists(): sys.exit(f"--authors {path}: no src/task.py (a checkout of GraphPKU/number_cookbook)")
+        sys.path.insert(0, str(src))
+        from task import Task                                    # (imports are not timed)
+        from numbers_class import NumberBasic
+        from datagen.data_generate import DataGenerator
+        from number_model.tokenizer import NumberTokenizer
+        from number_model.dataset import NumberDataset
+        self.Task, self.NumberBasic, self.DataGenerator = Task, NumberBasic, DataGenerator
+        self.NumberTokenizer, self.NumberDataset, self.tokenizers = NumberTokenizer, NumberDataset, {}
+
+    def tokenizer(self, task):
+        "Their NumberTokenizer of a task, as their benchmark_generate.process makes one per task and split (not timed)."
+        key = task.name()
+        if key not in self.tokenizers: self.tokenizers[key] = self.NumberTokenizer(task=task, reverse_rep='no', random_seed=0)
+        return self.tokenizers[key]
+
+    def pairs(self, ours, L, n, seed):
+        "Their number pairs of a test split at length L, drawn as DataGenerator.generate draws them: (task, pairs)."
+        name, domain, dataset = AUTHORS_TASKS[ours]
+        task = self.Task.auto_task(name, domain)
+        same_len = True if dataset == 'compare_harder' and domain == 'Integer' else None
+        g = self.DataGenerator(domain=domain, nums=n, min_len=L, max_len=L, same_len=same_len, random_seed=seed,
+                               harder_compare=dataset == 'compare_harder')
+        r, cls = g.random_rng, self.NumberBasic.get_subclass(domain)
+        a = [cls.random_generate(L, random_rng=r) for _ in range(n)]
+        lo = max(1, int(0.5 * L))                               # their test_shorter_len 0.5 (at least one digit)
+        b_lens = [L] * n if same_len else [r.randint(lo, L) for _ in range(n)]
+        b = [cls.random_generate(k, random_rng=r) for k in b_lens]
+        data, keep = g.unique([g.make_harder_compare([x, y]) for x, y in zip(a, b)])
+        flips = r.choices([True, False], k=len(data))
+        return task, [p[::-1] if f and b_lens[i] != L else p for p, f, i in zip(data, flips, keep)]
+
+    def lines(self, ours, L, n, seed):
+        """Their test items of length L as their benchmark_generate.process makes them (a NumberDataset item, tokens
+        encoded and exported back to text), each serialised as a JSON line: (text, items, failures)."""
+        task, data = self.pairs(ours, L, n, seed)
+        tok = self.tokenizer(task)
+        ds = self.NumberDataset(data, tokenizer=tok, task=task, training=True, trunc=None, return_numbers=True)
+        out, fails = [], 0
+        for i in range(len(ds)):
+            try: text = tok.export(ds[i]['tokens'])
+            except (ValueError, NotImplementedError, AssertionError, ZeroDivisionError): fails += 1; continue
+            out.append(json.dumps({'task': task.name(), 'digit': L, 'text': text}))
+        return '\n'.join(out), len(out), fails
+
+    def core_lines(self, ours, L, n, seed):
+        """The same items without their tokenizer: preprocess_data, calc_result and the question text written directly
+        (their arithmetic alone, a lower bound of their cost), serialised as JSON lines: (text, items, failures)."""
+        task, data = self.pairs(ours, L, n, seed)
+        head, eq = task.instruction(), task.answer()
+        op = task.operator() if task.input_b_type != 'none' else ''   # (one-number tasks have no operator)
+        out, fails = [], 0
+        for pair in data:
+            try:
+                x, y = task.preprocess_data(pair)
+                ans = str(task.calc_result(x, y))
+            except (ValueError, NotImplementedError, AssertionError, ZeroDivisionError):
+                fails += 1; continue
+            xs, ys = str(x), (None if y is None else str(y))
+            q = head + xs + (eq if ys is None else op + ys + eq)
+            out.append(json.dumps({'task': task.name(), 'digit': L, 'a': xs, 'b': ys, 'question': q, 'answer': ans}))
+        return '\n'.join(out), len(out), fails
+
+
+def compare_authors(authors, names, n, seed):
+    """Per task: items per CPU second of numcook's task_lines, of the authors' generator and of its arithmetic core,
+    the three timed in turn (the order rotating by length) on every length of the task."""
+    print(f"numcook task_lines vs the authors' generator, {n} items per length, in turn, CPU seconds (process_time); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    sides = (lambda t, L: task_lines(t, L, n, seed), lambda t, L: authors.lines(t, L, n, seed),
+             lambda t, L: authors.core_lines(t, L, n, seed))
+    rows, missing = [], []
+    for t in names:
+        if AUTHORS_TASKS.get(t) is None: missing.append(t); continue
+        items, cpu, fails = [0, 0, 0], [0.0, 0.0, 0.0], 0
+        for i, L in enumerate(get_task(t).lengths):
+            for s in (i % 3, (i + 1) % 3, (i + 2) % 3):
+                c = time.process_time()
+                out = sides[s](t, L)
+                cpu[s] += time.process_time() - c
+                if s == 0: items[0] += out.count('\n') + 1 if out else 0
+                else: items[s] += out[1]; fails += out[2] if s == 1 else 0
+        rows.append((t, *(k / c for k, c in zip(items, cpu)), fails))
+    rows.sort(key=lambda r: r[1] / r[2])
+    print(f"{'task':26s} {'numcook':>9s} {'authors':>8s} {'ratio':>7s} {'authors core':>12s} {'ratio':>6s}  (items per CPU "
+          f"second; 'core': without their tokenizer) authors' failed items")
+    for t, o, a, c, f in rows: print(f"{t:26s} {o:9,.0f} {a:8,.0f} {o / a:6.1f}x {c:12,.0f} {o / c:5.1f}x  {f or ''}")
+    ratios = [o / a for _, o, a, _, _ in rows]
+    print(f"minimum ratio {min(ratios):.1f}x ({rows[0][0]}); {sum(x >= 100 for x in ratios)} of {len(rows)} tasks >= 100x; "
+          f"without their tokenizer: minimum {min(o / c for _, o, _, c, _ in rows):.1f}x; load average now {os.getloadavg()[0]:.1f}")
+    if missing: print(f"no counterpart in the authors' code (not timed): {', '.join(missing)}")
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--tasks', default='all', help="'all' (default), 'nupa41' or a comma list")
@@ -41,8 +190,14 @@ def main(argv=None):
     p.add_argument('--workers', type=int, default=2, help='worker processes (default 2)')
     p.add_argument('--cli', action='store_true', help='also time `numcook nupa generate --workers N` in a fresh process')
     p.add_argument('--per-task', action='store_true', help="also print each task's items per CPU second")
+    p.add_argument('--authors', metavar='PATH', help="a checkout of GraphPKU/number_cookbook: compare each task with "
+                   "the authors' generator instead (items per CPU second, one process)")
+    p.add_argument('--authors-n', type=int, default=100, help='with --authors: items per task and length (default 100)')
     a = p.parse_args(argv)
     names = task_names(a.tasks)
+    if a.authors:
+        compare_authors(Authors(a.authors), names, a.authors_n, a.seed)
+        return 0
     units = sum(len(get_task(t).lengths) for t in names)
     print(f"{len(names)} tasks, {units} (task, length) units, n={a.n}, workers={a.workers}, cpus visible={os.cpu_count()}, "
           f"load average {os.getloadavg()[0]:.1f}")

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/nupa/21_tasks.ipynb #0329c8a0
 from __future__ import annotations
-import functools, json, math, random
+import functools, json, math, operator, random
 from json.encoder import encode_basestring
 from dataclasses import dataclass, field
 from fractions import Fraction as Q
@@ -122,10 +122,28 @@ def _frac(s:str) -> Q:
 
 def _ftext(q:Q) -> str: return f"{q.numerator}/{q.denominator}"
 
+def _nd(s:str) -> tuple[int, int]:
+    "A fraction's text as the integers `(n, d)` (d > 0), not reduced."
+    n, _, d = s.strip('()').partition('/')
+    return int(n), int(d)
+
+def _lowest(n:int, d:int) -> str:
+    "The text of n/d (d > 0) in lowest terms, as `_ftext(Q(n, d))` writes it, by integer arithmetic alone."
+    g = math.gcd(n, d)
+    return f"{n // g}/{d // g}"
+
+def _frac_op(op:Callable) -> Callable[[str, str], str]:
+    "Gold function of add, sub or multiply on two fractions: cross-multiplied integers, reduced once."
+    if op is _mul:
+        def mul(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(na * nb, da * db)
+        return mul
+    def g(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(op(na * db, nb * da), da * db)
+    return g
+
 def _arith(op:Callable, rep:str) -> Callable[[str, str], str]:
     "Gold function of an arithmetic or comparison `op` on two numbers of representation `rep`."
     if rep == 'integer': return lambda a, b: str(op(int(a), int(b)))
-    if rep == 'fraction': return lambda a, b: _ftext(op(_frac(a), _frac(b)))
+    if rep == 'fraction': return _frac_op(op)
     scaled, fmt = (_dec, format_decimal) if rep == 'float' else (_sci, format_scientific)
     if op is _mul:
         def mul(a, b): (ma, ka), (mb, kb) = scaled(a), scaled(b); return fmt(ma * mb, ka + kb)
@@ -145,29 +163,48 @@ def _pick(op:Callable, rep:str) -> Callable[[str, str], str]:
         sc = _dec if rep == 'float' else _sci
         def g(a, b): ma, mb, _ = _align(sc(a), sc(b)); return a if op(ma, mb) == ma else b
         return g
-    val = int if rep == 'integer' else _frac
-    def h(a, b): va, vb = val(a), val(b); return a if op(va, vb) == va else b
+    if rep == 'fraction':                      # na/da vs nb/db by cross-multiplying (denominators are positive)
+        def f(a, b): (na, da), (nb, db) = _nd(a), _nd(b); x, y = na * db, nb * da; return a if op(x, y) == x else b
+        return f
+    def h(a, b): va, vb = int(a), int(b); return a if op(va, vb) == va else b
     return h
 
 _DIGIT_OPS = {'digit_max': max, 'digit_min': min, 'digit_add': lambda x, y: str((int(x) + int(y)) % 10)}
-_TABLES = {k: {(x, y): str(f(x, y)) for x in '0123456789' for y in '0123456789'} for k, f in _DIGIT_OPS.items()}
+@functools.lru_cache(maxsize=None)
+def _byte_masks(n:int) -> tuple[int, int, int, int]:
+    "The n-byte integers whose bytes are all 0x30 ('0'), 0x80, 0x76 and 0xff."
+    return tuple(int.from_bytes(bytes([v]) * n, 'big') for v in (0x30, 0x80, 0x76, 0xff))
+
+def _bytewise(kind:str, x:str, y:str) -> str:
+    """Digit max/min/add of two digit strings of one length n, all positions at once: each string is an n-byte
+    integer holding one digit 0-9 per byte, and the per-byte results never carry into the next byte."""
+    n = len(x); zero, high, to10, full = _byte_masks(n)
+    X, Y = int.from_bytes(x.encode(), 'big') - zero, int.from_bytes(y.encode(), 'big') - zero
+    if kind == 'digit_add':
+        s = X + Y                                            # each byte 0-18
+        r = s - 10 * (((s + to10) & high) >> 7)              # bytes >= 10 (those that reach 0x80 with 0x76 added) lose 10
+    else:
+        ge = ((X + high - Y if kind == 'digit_max' else Y + high - X) & high) >> 7   # 1 where x's digit wins (ties too)
+        keep = (ge << 8) - ge                                # 0xff where x's digit wins
+        r = (X & keep) | (Y & (full ^ keep))
+    return (r + zero).to_bytes(n, 'big').decode()
 
 def _digitwise(kind:str, rep:str) -> Callable[[str, str], str]:
     "Digit max/min/add: integer parts aligned right, decimal parts left, missing digits read as 0, no carries."
-    t = _TABLES[kind]
     def ints(x, y):
-        n = max(len(x), len(y)); x, y = x.zfill(n), y.zfill(n)
-        return ''.join([t[p] for p in zip(x, y)]).lstrip('0') or '0'
+        n = max(len(x), len(y))
+        return _bytewise(kind, x.zfill(n), y.zfill(n)).lstrip('0') or '0'
     if rep == 'integer': return ints
     def floats(a, b):
         (ia, _, da), (ib, _, db) = a.partition('.'), b.partition('.')
-        n = max(len(da), len(db)); da, db = da.ljust(n, '0'), db.ljust(n, '0')
-        return ints(ia, ib) + '.' + (''.join([t[p] for p in zip(da, db)]).rstrip('0') or '0')
+        n = max(len(da), len(db))
+        return ints(ia, ib) + '.' + (_bytewise(kind, da.ljust(n, '0'), db.ljust(n, '0')).rstrip('0') or '0')
     return floats
 
 def _truediv(rep:str) -> Callable[[str, str], str]:
-    if rep == 'integer': return lambda a, b: _ftext(Q(int(a), int(b)))
-    return lambda a, b: _ftext(_frac(a) / _frac(b))
+    if rep == 'integer': return lambda a, b: _lowest(int(a), int(b))
+    def g(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(na * db, da * nb)
+    return g
 
 def _to_float(rep:str) -> Callable[[str, str | None], str]:
     if rep == 'scientific': return lambda a, b=None: format_decimal(*_sci(a))
@@ -292,13 +329,31 @@ def _scientific(r:random.Random, L:int, lo:int=0, hi:int=99) -> str | None:
 def _exp(s:str) -> int: return int(s.rpartition('e')[2])
 
 # %% ../../nbs/nupa/21_tasks.ipynb #52b08a78
+def _length_range(L:int, rule:str) -> tuple[int, int]:
+    "`(first, count)`: the shorter operand's lengths under `rule`, 'default' [ceil(L/2), L], 'hard' (L/2, L], 'easy' [1, min(2, L)]."
+    if rule == 'easy': return 1, min(2, L)
+    if rule == 'hard': return L // 2 + 1, L - L // 2
+    return (L + 1) // 2, L - (L + 1) // 2 + 1
+
 def _lengths(r:random.Random, L:int, rule:str) -> int:
-    "The shorter operand's length under `rule`: 'default' [ceil(L/2), L], 'hard' (L/2, L], 'easy' [1, min(2, L)]."
-    if rule == 'easy': return 1 + _below(r, min(2, L))
-    if rule == 'hard': return L // 2 + 1 + _below(r, L - L // 2)
-    return (L + 1) // 2 + _below(r, L - (L + 1) // 2 + 1)
+    "The shorter operand's length under `rule` (see `_length_range`), drawn uniformly."
+    first, count = _length_range(L, rule)
+    return first + _below(r, count)
+
+def _rule(kind:str, variant:str|None) -> str:
+    "The length rule of a two-number task: 'easy' for the easy variants, 'hard' for multiply, else 'default'."
+    return 'easy' if variant == 'easy' else 'hard' if kind == 'multiply' else 'default'
 
 _GEN = {'integer': _int, 'float': _float, 'fraction': _fraction}
+
+def _digits(r:random.Random, count:int) -> str:
+    "`count` random digits, each drawn as `_DIGITS[_below(r, 10)]` draws it."
+    bits, out = r.getrandbits, []
+    for _ in range(count):
+        x = bits(4)
+        while x >= 10: x = bits(4)
+        out.append(_DIGITS[x])
+    return ''.join(out)
 
 def _shared_prefix(r:random.Random, a:str) -> str:
     "A number with `a`'s shape that shares between half and all but one of its leading digits."
@@ -308,7 +363,7 @@ def _shared_prefix(r:random.Random, a:str) -> str:
     lo = 1 if first_free else 0
     c = _DIGITS[lo + _below(r, 10 - lo)]
     while c == digits[p]: c = _DIGITS[lo + _below(r, 10 - lo)]
-    rest = ''.join([_DIGITS[_below(r, 10)] for _ in range(n - p - 1)])
+    rest = _digits(r, n - p - 1)
     new = digits[:p] + c + rest
     if '.' in a:
         il = len(a.partition('.')[0]); ip, dp = new[:il], new[il:]
@@ -330,7 +385,7 @@ def _make_sampler(kind:str, rep:str, variant:str|None) -> Callable[[random.Rando
             if kind == 'sig_fig': return a, str(2 + _below(r, max(2, len(str(_scaled_of(rep)(a)[0]))) - 1))
             return a, None
         return single
-    rule = 'easy' if variant == 'easy' else 'hard' if kind == 'multiply' else 'default'
+    rule = _rule(kind, variant)
     commutative = kind in ('add', 'multiply', 'max', 'min', 'digit_max', 'digit_min', 'digit_add')
     ordered = kind == 'sub'  # larger first
     divides = kind in ('truediv', 'floordiv', 'mod')
@@ -468,10 +523,14 @@ def task_names(spec:str|Iterable[str]|None=None) -> list[str]:
     return names
 
 # %% ../../nbs/nupa/21_tasks.ipynb #f474d718
+def _check_length(length:int) -> int:
+    "`length`, if it lies in [1, MAX_LENGTH]; else an error."
+    if not 1 <= int(length) <= MAX_LENGTH: raise NumcookError(f"bad length {length}: lengths must lie in [1, {MAX_LENGTH}]")
+    return length
+
 def _draws(t:Task, length:int, n:int, seed:int) -> Iterator[tuple[str, str|None, str]]:
     "The `(a, b, answer)` of the items of `t` at `length`: the generation loop that `generate_task` describes."
-    if not 1 <= int(length) <= MAX_LENGTH: raise NumcookError(f"bad length {length}: lengths must lie in [1, {MAX_LENGTH}]")
-    r, seen, k = rng(seed, t.name, length), set(), 0
+    r, seen, k = rng(seed, t.name, _check_length(length)), set(), 0
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     sample, gold, valid = t.sampler, t.gold_fn, t.valid
     while k < n and idle < patience and budget > 0:
@@ -501,16 +560,29 @@ def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `
         out.append(rec)
     return out
 
+def _line_format(t:Task, length:int, seed:int) -> str:
+    """One item's JSON line as a %-format of `(i, a, b, a, b, answer)` (one-number tasks: `(i, a, a, answer)`), the
+    fixed text JSON-escaped once: operands and answers are digits, '.', '/' and 'e', which JSON writes as they are."""
+    enc, pct = encode_basestring, lambda s: s.replace('%', '%%')
+    text = lambda s: pct(enc(s)[1:-1])                                # a string's JSON content, without its quotes
+    pre, _, rest = t.question('\0a', '\0b').partition('\0a')          # the prompt around markers for the operands
+    qmid, _, post = rest.partition('\0b')
+    one = t.second is None
+    return (pct(f'{{"id": "{t.name}-{length}-') + '%d'
+            + pct(f'", "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
+                  f'"variant": {enc(t.variant) if t.variant else "null"}, "length": {int(length)}, "a": "') + '%s"'
+            + ('' if one else ', "b": "%s"') + ', "question": "' + text(pre) + '%s'
+            + (text(rest) if one else text(qmid) + '%s' + text(post))
+            + '", "answer": "%s", "seed": ' + pct(json.dumps(seed)) + '}')
+
 def task_lines(task:str|Task, length:int, n:int=1000, seed:int=0) -> str:
     "`generate_task`'s items as JSON lines (joined by newlines), each exactly `json.dumps(item, ensure_ascii=False)`."
-    t, enc, lines = get_task(task), encode_basestring, []
-    mid = (f', "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
-           f'"variant": {enc(t.variant) if t.variant else "null"}, "length": {int(length)}, "a": ')
-    head, tail, question = f'{{"id": "{t.name}-{length}-', f', "seed": {json.dumps(seed)}}}', t.question
-    for i, (a, b, ans) in enumerate(_draws(t, length, n, seed)):
-        bq = '' if b is None else f', "b": {enc(b)}'
-        lines.append(f'{head}{i}"{mid}{enc(a)}{bq}, "question": {enc(question(a, b))}, "answer": {enc(ans)}{tail}')
-    return '\n'.join(lines)
+    t = get_task(task)
+    fmt, fast = _line_format(t, length, seed), _fast_lines(t)
+    if fast is not None: return fast(t, _check_length(length), n, seed, fmt)
+    draws = _draws(t, length, n, seed)
+    if t.second is None: return '\n'.join([fmt % (i, a, a, ans) for i, (a, _, ans) in enumerate(draws)])
+    return '\n'.join([fmt % (i, a, b, a, b, ans) for i, (a, b, ans) in enumerate(draws)])
 
 def _check_n(n) -> int:
     try: n = int(n)
@@ -578,6 +650,297 @@ def to_dataframe(records:Iterable[dict]):
     for c in cols:
         if c not in df: df[c] = None
     return df[cols + [c for c in df.columns if c not in cols]]
+
+# %% ../../nbs/nupa/21_tasks.ipynb #fa57a002
+_INT_OPS = {'add': operator.add, 'sub': operator.sub, 'multiply': operator.mul, 'floordiv': operator.floordiv,
+            'mod': operator.mod, 'max': max, 'min': min, 'truediv': _lowest}
+
+def _int_span(L:int) -> tuple[int, int, int]:
+    "`_int(r, L)` as `(lo, m, bits)`: the integer is `lo + x`, x drawn as `_below(r, m)` draws it (`bits` = m's bit length)."
+    lo, m = (0, 10) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
+    return lo, m, m.bit_length()
+
+def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    """`task_lines` of a task on two random integers (arithmetic, max, min, digit-wise ops): the loop
+    of `_draws` with the sampler's draws written out and the operands kept as ints (the same stream, the same items)."""
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    bits, rand, op = r.getrandbits, r.random, _INT_OPS.get(kind)
+    if op is None: dw = _gold_fn(kind, 'integer'); op = lambda a, b: dw(str(a), str(b))   # the digit-wise ops
+    first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
+    spans = [_int_span(l) if l >= first else None for l in range(first + count)]
+    alo, am, abits = _int_span(L)
+    swap = kind in ('add', 'multiply', 'max', 'min') or kind in _DIGIT_OPS
+    distinct, ordered, divides, truediv = kind in ('max', 'min', 'sub'), kind == 'sub', kind in ('truediv', 'floordiv', 'mod'), kind == 'truediv'
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        x = bits(cbits)                                                # the shorter length: _lengths
+        while x >= count: x = bits(cbits)
+        lo, m, k = spans[first + x]
+        x = bits(abits)                                                # a = _int(r, L)
+        while x >= am: x = bits(abits)
+        a = alo + x
+        x = bits(k)                                                    # b = _int(r, l)
+        while x >= m: x = bits(k)
+        b = lo + x
+        if divides and b == 0: continue
+        if swap and rand() < 0.5: a, b = b, a
+        if distinct and a == b: continue
+        if ordered and a < b: a, b = b, a
+        if (a, b) in seen: continue
+        seen.add((a, b))
+        if truediv and a == 0: continue                                # (the check on truediv's answer: not 0/b)
+        out.append(fmt % (len(out), a, b, a, b, op(a, b))); idle = 0
+    return '\n'.join(out)
+
+def _nonzero_span(L:int) -> tuple[int, int, int]:
+    "`_int(r, L, nonzero=True)` as `(lo, m, bits)`, like `_int_span`."
+    lo, m = (1, 9) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
+    return lo, m, m.bit_length()
+
+def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tuple[int, int]]:
+    "`_coprime_pair(r, l, proper)` for l <= L with its draws written out: `l -> (n, d)`."
+    bits, rand, gcd = r.getrandbits, r.random, math.gcd
+    spans = [None] + [_nonzero_span(l) for l in range(1, L + 1)]
+    def draw(l):
+        while True:
+            if proper or rand() < 0.5: nl, dl = 1 + _below(r, l), l
+            else: nl, dl = l, 1 + _below(r, l)
+            lo, m, k = spans[nl]; x = bits(k)
+            while x >= m: x = bits(k)
+            num = lo + x
+            lo, m, k = spans[dl]; x = bits(k)
+            while x >= m: x = bits(k)
+            den = lo + x
+            if den >= 2 and gcd(num, den) == 1 and (not proper or num < den): return num, den
+    return draw
+
+def _fraction_gold(kind:str) -> Callable[[int, int, int, int], str | bool]:
+    "The gold answer of a two-fraction task from `(na, da, nb, db)`; for max and min, whether it is a."
+    if kind == 'add': return lambda na, da, nb, db: _lowest(na * db + nb * da, da * db)
+    if kind == 'sub': return lambda na, da, nb, db: _lowest(na * db - nb * da, da * db)
+    if kind == 'multiply': return lambda na, da, nb, db: _lowest(na * nb, da * db)
+    if kind == 'truediv': return lambda na, da, nb, db: _lowest(na * db, da * nb)
+    if kind == 'max': return lambda na, da, nb, db: na * db >= nb * da
+    return lambda na, da, nb, db: na * db <= nb * da
+
+def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_lines`."
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    rand, gold = r.random, _fraction_gold(kind)
+    frac = _fraction_drawer(r, L, proper=t.variant == 'hard' and kind in ('max', 'min'))
+    first, count = _length_range(L, _rule(kind, t.variant))
+    swap, distinct, pick = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind in ('max', 'min')
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        l = first + _below(r, count)
+        ab = frac(L) + frac(l)                                         # (na, da, nb, db)
+        if swap and rand() < 0.5: ab = ab[2:] + ab[:2]
+        if distinct and ab[:2] == ab[2:]: continue
+        if kind == 'sub' and ab[0] * ab[3] < ab[2] * ab[1]: ab = ab[2:] + ab[:2]   # the larger first
+        if ab in seen: continue
+        seen.add(ab)
+        a, b, ans = '%d/%d' % ab[:2], '%d/%d' % ab[2:], gold(*ab)
+        if pick: ans = a if ans else b
+        elif kind == 'truediv' and ab[0] == 0: continue                # (the check on truediv's answer: not 0/b)
+        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+    return '\n'.join(out)
+
+def _places(d:int) -> int:
+    "The decimal places of 1/d for d = 2**i * 5**j: max(i, j), the least k with 10**k % d == 0."
+    i = (d & -d).bit_length() - 1; d >>= i; j = 0
+    while d % 5 == 0: d //= 5; j += 1
+    return max(i, j)
+
+@functools.lru_cache(maxsize=None)
+def _two_five_places(L:int) -> dict[int, int]:
+    "Each denominator of `_two_five(L)` with its decimal places."
+    return {d: _places(d) for d in _two_five(L)}
+
+@functools.lru_cache(maxsize=None)
+def _to_float_tables(L:int) -> tuple[list, list, dict]:
+    "For lengths up to L: the numerators' spans, the denominators `(_two_five(l), count, bits)` and each denominator's places."
+    dens = [None] + [(ds, len(ds), len(ds).bit_length()) for ds in map(_two_five, range(1, L + 1))]
+    return ([None] + [_nonzero_span(l) for l in range(1, L + 1)], dens,
+            {d: k for l in range(1, L + 1) for d, k in _two_five_places(l).items()})
+
+def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
+    r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
+    rand, bits, spans, dens, places = r.random, r.getrandbits, *_to_float_tables(L)
+    lk = L.bit_length()
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        while True:
+            half, x = rand() < 0.5, bits(lk)                           # the other part's length: 1 + _below(r, L)
+            while x >= L: x = bits(lk)
+            nl, dl = (1 + x, L) if half else (L, 1 + x)
+            ds, c, ck = dens[dl]; x = bits(ck)                         # the denominator: one of _two_five(dl)
+            while x >= c: x = bits(ck)
+            d = ds[x]
+            lo, m, k = spans[nl]; x = bits(k)
+            while x >= m: x = bits(k)
+            num = lo + x
+            if gcd(num, d) == 1: break
+        if (num, d) in seen: continue
+        seen.add((num, d))
+        k = places[d]
+        a = '%d/%d' % (num, d)
+        out.append(fmt % (len(out), a, a, format_decimal(num * (10 ** k // d), k))); idle = 0
+    return '\n'.join(out)
+
+def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int], tuple[str, int, int]]:
+    "`_float(r, l, nonzero)` for l <= L with its draws written out: `l -> (text, m, k)`, the value m / 10**k."
+    bits, rand = r.getrandbits, r.random
+    ints = [None] + [(_nonzero_span if nonzero else _int_span)(l) for l in range(1, L + 1)]
+    tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
+    def draw(l):
+        half, k = rand() < 0.5, l.bit_length()                         # the other part's length: 1 + _below(r, l)
+        x = bits(k)
+        while x >= l: x = bits(k)
+        il, dl = (l, 1 + x) if half else (1 + x, l)
+        lo, m, k = ints[il]; x = bits(k)                               # the integer part: _int(r, il)
+        while x >= m: x = bits(k)
+        ip = lo + x
+        m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
+        if dl > 1:
+            x = bits(k)
+            while x >= m: x = bits(k)
+        last = bits(4)                                                 # its last digit: 1 + _below(r, 9)
+        while last >= 9: last = bits(4)
+        last += 1
+        return f'{ip}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}', (ip * m + x) * 10 + last, dl
+    return draw
+
+_FLOAT_GOLD = {'add': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) + mb * 10 ** (k - kb), k),
+               'sub': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) - mb * 10 ** (k - kb), k),
+               'multiply': lambda ma, ka, mb, kb, k: format_decimal(ma * mb, ka + kb)}
+
+def _float_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of a task on two random floats (add, sub, multiply, max, min, digit-wise ops), like `_int_pair_lines`."
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    rand, flt = r.random, _float_drawer(r, L)
+    first, count = _length_range(L, _rule(kind, t.variant))
+    gold, digitwise = _FLOAT_GOLD.get(kind), _gold_fn(kind, 'float') if kind.startswith('digit_') else None
+    swap, distinct, ordered = kind not in ('sub',), kind in ('max', 'min', 'sub'), kind == 'sub'
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        l = first + _below(r, count)
+        (a, ma, ka), (b, mb, kb) = flt(L), flt(l)
+        if swap and rand() < 0.5: a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
+        if distinct and a == b: continue
+        k = ka if ka >= kb else kb                                     # the common scale of a and b
+        if ordered and ma * 10 ** (k - ka) < mb * 10 ** (k - kb): a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
+        if (a, b) in seen: continue
+        seen.add((a, b))
+        if gold is not None: ans = gold(ma, ka, mb, kb, k)
+        elif digitwise is not None: ans = digitwise(a, b)
+        else:                                                          # max, min: one of the two, verbatim
+            x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
+            ans = a if (x >= y if kind == 'max' else x <= y) else b
+        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+    return '\n'.join(out)
+
+def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of a task on one random integer or float (get_digit, length, count, to_scientific, sig_fig), like `_int_pair_lines`."
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    big = kind in ('to_scientific', 'sig_fig')                         # numbers >= 1
+    if t.representation == 'integer':
+        bits, (lo, m, k) = r.getrandbits, (_nonzero_span if big else _int_span)(L)
+        def draw():
+            x = bits(k)
+            while x >= m: x = bits(k)
+            return str(lo + x), lo + x, 0
+    else:
+        flt = _float_drawer(r, L, big); draw = lambda: flt(L)
+    one = t.second is None
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        a, ma, ka = draw()
+        if kind == 'get_digit': b = str(_below(r, len(a) - ('.' in a)))
+        elif kind == 'count': b = _DIGITS[_below(r, 10)]
+        elif kind == 'sig_fig': b = str(2 + _below(r, max(2, len(str(ma))) - 1))
+        else: b = None
+        if (a, b) in seen: continue
+        seen.add((a, b))
+        if kind == 'get_digit': ans = a.replace('.', '')[int(b)]
+        elif kind == 'count': ans = str(a.count(b))
+        elif kind == 'length': ans = str(len(a) - ('.' in a))
+        else: ans = format_scientific(ma, ka, sig=int(b) if kind == 'sig_fig' else None)
+        out.append(fmt % ((len(out), a, a, ans) if one else (len(out), a, b, a, b, ans))); idle = 0
+    return '\n'.join(out)
+
+def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
+    "`_scientific(r, l, lo, hi)` for l <= L with its draws written out: `(l, lo, hi) -> (text, m, k, exponent)` or None, the value m / 10**k."
+    bits, rand = r.getrandbits, r.random
+    tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
+    def draw(l, lo=0, hi=99):
+        if l >= 3: dl, elo, ehi = l, lo, hi
+        elif l == 1: dl, elo, ehi = 1, lo, min(hi, 9)
+        elif rand() < 0.5: dl, elo, ehi = 2, lo, hi
+        else: dl, elo, ehi = 1, max(lo, 10), hi
+        if elo > ehi: return None
+        first = bits(4)                                                # the first digit: 1 + _below(r, 9)
+        while first >= 9: first = bits(4)
+        first += 1
+        m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
+        if dl > 1:
+            x = bits(k)
+            while x >= m: x = bits(k)
+        last = bits(4)
+        while last >= 9: last = bits(4)
+        last += 1
+        e = elo + _below(r, ehi - elo + 1)
+        mant, k = (first * m + x) * 10 + last, dl - e                  # the value mant / 10**k, as `_sci` reads it
+        if k < 0: mant, k = mant * 10 ** -k, 0
+        return f'{first}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}e{e}', mant, k, e
+    return draw
+
+def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+    "`task_lines` of a task on two scientific numbers (add, sub, multiply, max, min and their variants), like `_float_pair_lines`."
+    kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
+    rand, sci = r.random, _scientific_drawer(r, L)
+    first, count = _length_range(L, _rule(kind, t.variant))
+    hard_cmp, swap = t.variant == 'hard' and kind in ('max', 'min'), kind in ('add', 'multiply', 'max', 'min')
+    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    while len(out) < n and idle < patience and budget > 0:
+        budget -= 1; idle += 1
+        l = first + _below(r, count)
+        a, ma, ka, ea = sci(L)
+        if hard_cmp and rand() < 0.7: B = sci(l, ea, ea)
+        elif kind in ('add', 'sub'): B = sci(l, max(0, ea - 4), min(99, ea + 4))
+        elif kind == 'multiply': B = sci(l, 0, 99 - ea)
+        else: B = sci(l)
+        if B is None: continue
+        b, mb, kb, _ = B
+        if swap and rand() < 0.5: a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
+        if kind in ('max', 'min', 'sub') and a == b: continue
+        k = ka if ka >= kb else kb                                     # the common scale of a and b
+        x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
+        if kind == 'sub' and x < y: a, b, x, y = b, a, y, x            # the larger first
+        if (a, b) in seen: continue
+        seen.add((a, b))
+        if kind == 'add': ans = format_scientific(x + y, k)
+        elif kind == 'sub': ans = format_scientific(x - y, k)
+        elif kind == 'multiply': ans = format_scientific(ma * mb, ka + kb)
+        else: ans = a if (x >= y if kind == 'max' else x <= y) else b   # max, min: one of the two, verbatim
+        if not 0 <= _exp(ans) <= 99: continue                          # (the check on scientific answers)
+        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+    return '\n'.join(out)
+
+def _fast_lines(t:Task) -> Callable | None:
+    "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
+    if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS) and t.variant != 'hard': return _int_pair_lines
+    if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
+    if t.name == 'to_float_fraction': return _to_float_fraction_lines
+    if t.kind in ('get_digit', 'length', 'count', 'to_scientific', 'sig_fig'): return _single_lines
+    if t.representation == 'scientific' and t.kind in ('add', 'sub', 'multiply', 'max', 'min'): return _scientific_pair_lines
+    if t.representation == 'float' and t.second == 'float' and t.variant != 'hard': return _float_pair_lines
+    return None
 
 # %% ../../nbs/nupa/21_tasks.ipynb #5b844397
 def summarize_task(task:str|Task, n:int=1000, seed:int=0, lengths=None) -> list[dict]:
