@@ -32,30 +32,39 @@ class Trie:
         return torch.tensor(self.end, dtype=torch.int32)
 
 def build_trie(seqs:list[list[int]]) -> Trie:
-    "The trie of token sequences `seqs`, numbered in DFS pre-order."
-    children: list[dict[int, int]] = [{}]  # insertion ids; 0 is the virtual root (the prompt prefix)
-    toks, ins_paths = [-1], []
-    for s in seqs:
-        cur, path = 0, []
-        for t in s:
-            t = int(t)
-            nxt = children[cur].get(t)
-            if nxt is None:
-                nxt = children[cur][t] = len(toks); toks.append(t); children.append({})
-            path.append(nxt); cur = nxt
-        ins_paths.append(path)
-    N = len(toks) - 1
-    pre = [0] * len(toks)  # insertion id -> pre-order index
-    tokens, parent, depth, end = [0] * N, [0] * N, [0] * N, [0] * N
-    stack, k = [(c, -1, 0) for c in reversed(children[0].values())], 0
-    while stack:  # iterative DFS; a node's `end` is known once its subtree is numbered
-        node, par, d = stack.pop()
-        if node < 0: end[pre[~node]] = k; continue
-        pre[node] = i = k; k += 1
-        tokens[i], parent[i], depth[i] = toks[node], par, d
-        stack.append((~node, par, d))
-        stack.extend((c, i, d + 1) for c in reversed(children[node].values()))
-    return Trie(tokens, parent, depth, end, [[pre[n] for n in p] for p in ins_paths])
+    "The trie of token sequences `seqs` (token ids in [0, 2**32)), numbered in DFS pre-order."
+    S = len(seqs)
+    lens = np.fromiter(map(len, seqs), dtype=np.int64, count=S)
+    L = int(lens.max()) if S else 0
+    if not L: return Trie([], [], [], [], [[] for _ in seqs])
+    T = np.zeros((S, L), dtype=np.int64)                    # (NumPy, depth by depth: no Python object per token)
+    T[np.arange(L) < lens[:, None]] = np.fromiter((t for s in seqs for t in s), dtype=np.int64, count=int(lens.sum()))
+    if T.min() < 0 or T.max() >= 2 ** 32: raise ValueError("build_trie takes token ids in [0, 2**32)")
+    G = np.full((S, L), -1, dtype=np.int64)   # the node at each (sequence, depth), numbered depth by depth
+    F = np.full((S, L), -1, dtype=np.int64)   # the first sequence through that node (which orders it among its siblings)
+    first, parent, depth = [], [], []
+    prev, n = np.full(S, -1, dtype=np.int64), 0
+    for j in range(L):
+        rows = np.flatnonzero(lens > j)
+        _, at, inv = np.unique((prev[rows] + 1) << 32 | T[rows, j], return_index=True, return_inverse=True)  # (parent, token) pairs
+        order = np.argsort(at)                              # this depth's nodes, by first sequence
+        rank = np.empty_like(order); rank[order] = np.arange(len(order))
+        G[rows, j], F[rows, j] = n + rank[inv], rows[at[inv]]
+        first.append(rows[at[order]]); parent.append(prev[rows[at[order]]]); depth.append(np.full(len(order), j))
+        prev[rows] = G[rows, j]; n += len(order)
+    first, parent, depth = (np.concatenate(x) for x in (first, parent, depth))
+    # pre-order with children in order of first insertion = lexicographic order of the first sequences along each path
+    key = np.where(np.arange(L) <= depth[:, None], F[first], -1)   # (a path's prefix, its ancestor, sorts first)
+    order = np.lexsort(key.T[::-1])
+    pre = np.empty(n, dtype=np.int64); pre[order] = np.arange(n)
+    size = np.ones(n, dtype=np.int64)                       # subtree sizes, deepest first
+    for j in range(L - 1, 0, -1):
+        m = depth == j
+        np.add.at(size, parent[m], size[m])
+    par = np.where(parent >= 0, pre[parent], -1)
+    paths = np.where(G >= 0, pre[G], -1).tolist()
+    return Trie(T[first, depth][order].tolist(), par[order].tolist(), depth[order].tolist(), (pre + size)[order].tolist(),
+                [r[:k] for r, k in zip(paths, lens.tolist())])
 
 # %% ../../nbs/zeh/31_trie.ipynb #a4931236
 def tree_mask(end:torch.Tensor|list[int], # one past each node's subtree: [N], or [B, N] for a batch of tries
