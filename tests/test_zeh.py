@@ -126,3 +126,23 @@ def test_every_strategy_passes_the_kv_cache_by_its_current_name(models):
         for strat in EXACT:
             s, recs = run(model, tok, fam, strat, 3, stop='all')
             for i, r in recs.items(): assert r['correct'] == expected[i], (strat, i, r)
+
+
+@pytest.mark.parametrize('stop,plant,pass_tokens', [('horizon', {'2:2'}, 8192), ('horizon', {'3:3'}, 40), ('all', {'3:1'}, 60)])
+def test_shared_trie_passes_write_the_records_of_one_pass_per_batch(models, stop, plant, pass_tokens):
+    "trie_gather joins consecutive batches into one pass (`pass_tokens`): the records, stopping included, are those of one pass per batch."
+    model, tok = models['llama']
+    fam, expected = scripted_family('multiplication', model, tok, 5, name=f'mul-pass-{stop}-{pass_tokens}', plant=plant)
+    base = get_strategy('trie_gather')
+    assert base.pass_tokens
+    STRATEGIES.register('trie_gather_shared', obj=dataclasses.replace(base, name='trie_gather_shared', pass_tokens=pass_tokens))
+    STRATEGIES.register('trie_gather_single', obj=dataclasses.replace(base, name='trie_gather_single', pass_tokens=None))
+    try:
+        (s1, r1), (s2, r2) = (run(model, tok, fam, n, 5, stop=stop, bs=2) for n in ('trie_gather_shared', 'trie_gather_single'))
+    finally:
+        del STRATEGIES['trie_gather_shared'], STRATEGIES['trie_gather_single']
+    strip = lambda recs: [{k: x for k, x in r.items() if k != 'strategy'} for r in recs.values()]
+    assert strip(r1) == strip(r2) and [r['id'] for r in r1.values()] == [r['id'] for r in r2.values()]
+    assert {i: r['correct'] for i, r in r1.items()} == {i: expected[i] for i in r1}
+    assert (s1['zeh'], s1['limiter'], s1['samples']) == (s2['zeh'], s2['limiter'], s2['samples'])
+    if stop == 'horizon': assert len(r1) < len(expected)   # it stopped after the failing batch, not after the shared pass

@@ -12,7 +12,7 @@ from ..lm.runtime import with_cache
 
 # %% auto #0
 __all__ = ['DENSE_MASK_IMPLEMENTATIONS', 'TRIE_ATTENTION', 'Trie', 'build_trie', 'tree_mask', 'verified_nodes', 'tree_forward',
-           'ancestors', 'trie_attention_forward', 'register_trie_attention']
+           'path_rows', 'trie_attention_forward', 'register_trie_attention']
 
 # %% ../../nbs/zeh/31_trie.ipynb #d7c21fbf
 @dataclass
@@ -32,30 +32,39 @@ class Trie:
         return torch.tensor(self.end, dtype=torch.int32)
 
 def build_trie(seqs:list[list[int]]) -> Trie:
-    "The trie of token sequences `seqs`, numbered in DFS pre-order."
-    children: list[dict[int, int]] = [{}]  # insertion ids; 0 is the virtual root (the prompt prefix)
-    toks, ins_paths = [-1], []
-    for s in seqs:
-        cur, path = 0, []
-        for t in s:
-            t = int(t)
-            nxt = children[cur].get(t)
-            if nxt is None:
-                nxt = children[cur][t] = len(toks); toks.append(t); children.append({})
-            path.append(nxt); cur = nxt
-        ins_paths.append(path)
-    N = len(toks) - 1
-    pre = [0] * len(toks)  # insertion id -> pre-order index
-    tokens, parent, depth, end = [0] * N, [0] * N, [0] * N, [0] * N
-    stack, k = [(c, -1, 0) for c in reversed(children[0].values())], 0
-    while stack:  # iterative DFS; a node's `end` is known once its subtree is numbered
-        node, par, d = stack.pop()
-        if node < 0: end[pre[~node]] = k; continue
-        pre[node] = i = k; k += 1
-        tokens[i], parent[i], depth[i] = toks[node], par, d
-        stack.append((~node, par, d))
-        stack.extend((c, i, d + 1) for c in reversed(children[node].values()))
-    return Trie(tokens, parent, depth, end, [[pre[n] for n in p] for p in ins_paths])
+    "The trie of token sequences `seqs` (token ids in [0, 2**32)), numbered in DFS pre-order."
+    S = len(seqs)
+    lens = np.fromiter(map(len, seqs), dtype=np.int64, count=S)
+    L = int(lens.max()) if S else 0
+    if not L: return Trie([], [], [], [], [[] for _ in seqs])
+    T = np.zeros((S, L), dtype=np.int64)                    # (NumPy, depth by depth: no Python object per token)
+    T[np.arange(L) < lens[:, None]] = np.fromiter((t for s in seqs for t in s), dtype=np.int64, count=int(lens.sum()))
+    if T.min() < 0 or T.max() >= 2 ** 32: raise ValueError("build_trie takes token ids in [0, 2**32)")
+    G = np.full((S, L), -1, dtype=np.int64)   # the node at each (sequence, depth), numbered depth by depth
+    F = np.full((S, L), -1, dtype=np.int64)   # the first sequence through that node (which orders it among its siblings)
+    first, parent, depth = [], [], []
+    prev, n = np.full(S, -1, dtype=np.int64), 0
+    for j in range(L):
+        rows = np.flatnonzero(lens > j)
+        _, at, inv = np.unique((prev[rows] + 1) << 32 | T[rows, j], return_index=True, return_inverse=True)  # (parent, token) pairs
+        order = np.argsort(at)                              # this depth's nodes, by first sequence
+        rank = np.empty_like(order); rank[order] = np.arange(len(order))
+        G[rows, j], F[rows, j] = n + rank[inv], rows[at[inv]]
+        first.append(rows[at[order]]); parent.append(prev[rows[at[order]]]); depth.append(np.full(len(order), j))
+        prev[rows] = G[rows, j]; n += len(order)
+    first, parent, depth = (np.concatenate(x) for x in (first, parent, depth))
+    # pre-order with children in order of first insertion = lexicographic order of the first sequences along each path
+    key = np.where(np.arange(L) <= depth[:, None], F[first], -1)   # (a path's prefix, its ancestor, sorts first)
+    order = np.lexsort(key.T[::-1])
+    pre = np.empty(n, dtype=np.int64); pre[order] = np.arange(n)
+    size = np.ones(n, dtype=np.int64)                       # subtree sizes, deepest first
+    for j in range(L - 1, 0, -1):
+        m = depth == j
+        np.add.at(size, parent[m], size[m])
+    par = np.where(parent >= 0, pre[parent], -1)
+    paths = np.where(G >= 0, pre[G], -1).tolist()
+    return Trie(T[first, depth][order].tolist(), par[order].tolist(), depth[order].tolist(), (pre + size)[order].tolist(),
+                [r[:k] for r, k in zip(paths, lens.tolist())])
 
 # %% ../../nbs/zeh/31_trie.ipynb #a4931236
 def tree_mask(end:torch.Tensor|list[int], # one past each node's subtree: [N], or [B, N] for a batch of tries
@@ -93,8 +102,9 @@ def tree_forward(model, # a transformers causal LM
     kw = dict(input_ids=torch.tensor(trie.tokens, device=dev)[None], position_ids=trie.position_ids(P).to(dev)[None],
               tree_end=end, use_cache=P > 0, **(with_cache(model, cache) if P else {}))
     impl = getattr(model.config, '_attn_implementation', 'sdpa')
-    if impl == TRIE_ATTENTION:   # no mask: each node's ancestors, gathered; a 4D mask is taken as given, so none is built
-        kw.update(tree_ancestors=ancestors(trie).to(dev), attention_mask=torch.ones(1, 1, 1, 1, dtype=torch.bool, device=dev))
+    if impl == TRIE_ATTENTION:   # no mask: the nodes on each root-to-leaf path, gathered; a 4D mask is taken as given, so none is built
+        rows, owner = path_rows(trie)
+        kw.update(tree_rows=rows.to(dev), tree_owner=owner.to(dev), attention_mask=torch.ones(1, 1, 1, 1, dtype=torch.bool, device=dev))
     elif impl in DENSE_MASK_IMPLEMENTATIONS:
         dt = None if impl == 'sdpa' else next(model.parameters()).dtype  # eager adds the mask to the scores
         kw['attention_mask'] = tree_mask(end[0], P, dt)[None, None]
@@ -105,48 +115,53 @@ def tree_forward(model, # a transformers causal LM
         if P and cache.get_seq_length() > P: cache.crop(P - cache.get_seq_length())
 
 # %% ../../nbs/zeh/31_trie.ipynb #c1a7e0a2
-def ancestors(trie:Trie) -> torch.Tensor:
-    "[N, D] long: row i holds node i's ancestor at each depth 0..depth[i] (itself last), -1 after; D = the deepest depth + 1."
+def path_rows(trie:Trie) -> tuple[torch.Tensor, torch.Tensor]:
+    "(rows [R, D] long: each leaf's path, the node at every depth 0..D-1, -1 after; place [N] long: node i at row r, depth d is `r * D + d`)."
     N = len(trie)
-    if not N: return torch.zeros(0, 0, dtype=torch.long)
-    par, dep = np.asarray(trie.parent), np.asarray(trie.depth)      # (NumPy: small arrays, many rounds)
-    A = np.full((N, int(dep.max()) + 1), -1, dtype=np.int64)
-    rows = cur = np.arange(N)
-    while len(rows):   # one step up per round: every node writes its current ancestor at that ancestor's depth
+    if not N: return torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
+    end, par, dep = np.asarray(trie.end), np.asarray(trie.parent), np.asarray(trie.depth)   # (NumPy: small arrays, many rounds)
+    leaves = np.flatnonzero(end == np.arange(1, N + 1))        # in pre-order a leaf's subtree is itself
+    D = int(dep[leaves].max()) + 1
+    A = np.full((len(leaves), D), -1, dtype=np.int64)
+    rows, cur = np.arange(len(leaves)), leaves
+    while len(rows):   # one step up per round: every row writes its current node at that node's depth
         A[rows, dep[cur]] = cur
         up = par[cur]
         keep = up >= 0
         rows, cur = rows[keep], up[keep]
-    return torch.from_numpy(A)
+    place = np.searchsorted(leaves, np.arange(N)) * D + dep    # the first leaf at or after node i is in its subtree
+    return torch.from_numpy(A), torch.from_numpy(place)
+
+_SDPA_GQA = torch.__version__ >= '2.5'   # SDPA's enable_gqa (grouped key/value heads without copies)
 
 def trie_attention_forward(module:torch.nn.Module, # the attention layer (its kind only: for SDPA's fallback)
                            query:torch.Tensor, # [1, H, N, d], one row per trie node
                            key:torch.Tensor, # [1, H_kv, P + N, d]: the prompt's keys, then the nodes'
                            value:torch.Tensor, # [1, H_kv, P + N, d]
-                           attention_mask:torch.Tensor|None, # ignored on a trie pass (the ancestors say who sees whom)
+                           attention_mask:torch.Tensor|None, # ignored on a trie pass (the paths say who sees whom)
                            scaling:float|None=None, # softmax scale (None: 1/sqrt(d))
                            dropout:float=0.0, # must be 0 on a trie pass (inference)
-                           tree_ancestors:torch.Tensor|None=None, # `ancestors(trie)` [N, D]; None: an ordinary call, to SDPA
+                           tree_rows:torch.Tensor|None=None, # `path_rows(trie)[0]` [R, D]; None: an ordinary call, to SDPA
+                           tree_owner:torch.Tensor|None=None, # `path_rows(trie)[1]` [N]: each node's place in the rows
                            **kwargs) -> tuple[torch.Tensor, None]:
-    "transformers attention function: each trie node attends to the prompt and its gathered ancestors; output [1, N, H, d]."
+    "transformers attention function: each trie node attends to the prompt and its ancestors, gathered path by path; output [1, N, H, d]."
     from transformers.integrations.sdpa_attention import sdpa_attention_forward  # deferred: transformers' internals, on first use
-    if tree_ancestors is None:
+    if tree_rows is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     B, H, N, d = query.shape
-    Hk, P, D = key.shape[1], key.shape[2] - N, tree_ancestors.shape[1]
+    (R, D), Hk, P = tree_rows.shape, key.shape[1], key.shape[2] - N
     if B != 1 or dropout: raise ValueError("a trie pass is one trie (batch 1) without dropout")
-    A, g = tree_ancestors.to(key.device), H // Hk
-    q = (query * (d ** -0.5 if scaling is None else scaling)).view(1, Hk, g, N, d).transpose(2, 3).contiguous()  # [1, Hk, N, g, d]
-    idx = A.clamp(min=0).flatten() + P
-    ka, va = (x[0].index_select(1, idx).view(1, Hk, N, D, d) for x in (key, value))         # [1, Hk, N, D, d]
-    s = torch.matmul(q, ka.transpose(-1, -2)).masked_fill_((A < 0)[:, None], float('-inf'))  # [1, Hk, N, g, D]
-    if P:
-        sp = torch.matmul(q.view(1, Hk, N * g, d), key[:, :, :P].transpose(-1, -2)).view(1, Hk, N, g, P)
-        s = torch.cat([sp, s], dim=-1)
-    p = torch.softmax(s, dim=-1)
-    o = torch.matmul(p[..., P:], va)                                                          # [1, Hk, N, g, d]
-    if P: o += torch.matmul(p[..., :P].reshape(1, Hk, N * g, P), value[:, :, :P]).view(o.shape)
-    return o.permute(0, 2, 1, 3, 4).reshape(1, N, H, d), None
+    idx = tree_rows.to(key.device).clamp(min=0).flatten()   # (-1 past a path's end: any node; only later padding sees it)
+    q = query[0].index_select(1, idx).view(H, R, D, d).transpose(0, 1)                    # [R, H, D, d]
+    def rows(x):   # the prompt's keys (or values), then the row's: [R, H_kv, P + D, d]
+        x = x[0]
+        return torch.cat([x[:, None, :P].expand(Hk, R, P, d), x.index_select(1, idx + P).view(Hk, R, D, d)], 2).transpose(0, 1)
+    k, v = rows(key), rows(value)
+    if H != Hk and not _SDPA_GQA: k, v = (x.repeat_interleave(H // Hk, dim=1) for x in (k, v))
+    causal = torch.ones(D, P + D, dtype=torch.bool, device=q.device).tril(P)   # every prompt key, then the path up to itself
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=causal, scale=scaling,
+                                                         **({'enable_gqa': True} if H != Hk and _SDPA_GQA else {}))  # [R, H, D, d]
+    return o.transpose(0, 1).reshape(H, R * D, d).index_select(1, tree_owner.to(o.device)).transpose(0, 1)[None], None
 
 def register_trie_attention(name:str=TRIE_ATTENTION) -> str:
     "Register `trie_attention_forward` (and SDPA's mask function, for its ordinary calls) with transformers; returns `name`."
@@ -155,4 +170,3 @@ def register_trie_attention(name:str=TRIE_ATTENTION) -> str:
     AttentionInterface.register(name, trie_attention_forward)
     AttentionMaskInterface.register(name, sdpa_mask)
     return name
-

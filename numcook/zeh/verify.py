@@ -232,6 +232,7 @@ class Strategy:
     attn_implementation: str|None = None  # set on the model before verifying; None: keep the model's
     setup: Callable|None = None           # setup(model) -> attention implementation name or None, run once
     tree_kwargs: Callable|None = None     # tree_kwargs(end) -> extra forward kwargs of a trie pass
+    pass_tokens: int|None = None          # trie: consecutive batches share one pass while their tokens after the prompt fit (None: one batch a pass)
     doc: str = ''
     def prepare(self, model):
         "Run the setup hook and switch the model to the attention implementation the strategy needs."
@@ -247,7 +248,7 @@ for _s in [Strategy('naive', 'greedy', batch_size=1, doc='autoregressive greedy 
            Strategy('tf_prefill', 'tf', lookahead=True, prefill=True, doc='teacher forcing, look-ahead, prompt prefilling'),
            Strategy('trie', 'trie', lookahead=True, prefill=True, attn_implementation='sdpa',
                     doc='trie verification with SDPA and a dense tree mask (plus TF, look-ahead, prefilling)'),
-           Strategy('trie_gather', 'trie', lookahead=True, prefill=True, setup=lambda model: register_trie_attention(),
+           Strategy('trie_gather', 'trie', lookahead=True, prefill=True, setup=lambda model: register_trie_attention(), pass_tokens=8192,
                     doc='trie verification, each node attending to the prompt and its gathered ancestors (no mask; the default)'),
            Strategy('logprobs', 'logprobs', lookahead=True,
                     doc="teacher forcing from prompt log-probabilities (a server such as vLLM, or in-process), with fallback")]:
@@ -272,12 +273,13 @@ STRATEGIES.register('flashtree', obj=Strategy('flashtree', 'trie', lookahead=Tru
 def get_strategy(name:str) -> Strategy: return STRATEGIES.get(name)
 
 # %% ../../nbs/zeh/32_verify.ipynb #ee0d364f
-def verify_batch(v:Verifier, s:Strategy, items:list[Item]) -> list[dict]:
-    "Verify `items` with strategy `s`: one result dict (correct, answer, how) per item, in order."
+def verify_batch(v:Verifier, s:Strategy, items:list[Item], preds:list[list[int]]|None=None) -> list[dict]:
+    "Verify `items` with strategy `s`: one result dict (correct, answer, how) per item, in order; `preds`: their argmaxes, if computed already."
     res = [None] * len(items)
     if s.verify == 'greedy': todo = list(range(len(items)))
     else:
-        if s.verify == 'trie': preds = trie_argmax(v, items, s.tree_kwargs)
+        if preds is not None: pass
+        elif s.verify == 'trie': preds = trie_argmax(v, items, s.tree_kwargs)
         elif s.verify == 'logprobs': preds = logprob_argmax(v, items)
         else: preds = tf_argmax(v, items, s.prefill)
         todo = []
@@ -294,6 +296,20 @@ def verify_batch(v:Verifier, s:Strategy, items:list[Item]) -> list[dict]:
                           stopped=stopped, how='greedy' if s.verify == 'greedy' else f'{s.verify}+fallback')
     return res
 
+def _passes(v:Verifier, s:Strategy, batches:Iterable[list[Item]]) -> Iterator[tuple[list[Item], list[list[int]]|None]]:
+    "Each batch with its argmaxes, from one trie pass shared by consecutive batches up to `s.pass_tokens` tokens after the prompt (else None: `verify_batch` computes them)."
+    if s.verify != 'trie' or not s.pass_tokens: yield from ((b, None) for b in batches); return
+    group, n = [], 0
+    def flush():
+        preds = iter(trie_argmax(v, [it for b in group for it in b], s.tree_kwargs))
+        return [(b, [next(preds) for _ in b]) for b in group]
+    for b in batches:
+        P = v.prefix.fit(b)     # (the pass fits the prefix to all its items again: nothing left to do)
+        t = sum(len(it.prompt_ids) + len(it.answer_ids) - P for it in b)
+        if group and n + t > s.pass_tokens: yield from flush(); group, n = [], 0
+        group.append(b); n += t
+    if group: yield from flush()
+
 # %% ../../nbs/zeh/32_verify.ipynb #8754795f
 @dataclass
 class ZehConfig:
@@ -307,7 +323,7 @@ class ZehConfig:
     sample: int = param(0, lo=0)    # k > 0: a sampled horizon with k seeded instances per size; 0: exhaustive
     seed: int = param(0, lo=0)      # seed of the sampled instances
     stop: str = 'horizon'           # 'horizon': stop at the first failing size; 'all': verify every size
-    batch_size: int = param(64, lo=1)  # instances per batch (also per trie)
+    batch_size: int = param(64, lo=1)  # instances per batch (also per trie, unless the strategy's passes join batches)
     slack_tokens: int = param(8, lo=1) # greedy budget = gold answer tokens + slack_tokens
     max_new_tokens: int|None = None # the greedy budget of every answer instead (None: gold tokens + slack_tokens)
     limit: int|None = None          # verify at most this many instances (the horizon is then a lower bound)
@@ -397,8 +413,8 @@ def _verify(v:Verifier, strat:Strategy, fam:Family, cfg:ZehConfig, folder:EvalFo
     t0, n_new = time.perf_counter(), 0
     bar = progress(desc=f'zeh {cfg.family} {cfg.strategy}', unit='inst')
     try:
-        for batch in _batches(stream(), strat.batch_size or cfg.batch_size, strat.lookahead):
-            for it, r in zip(batch, verify_batch(v, strat, batch)):
+        for batch, preds in _passes(v, strat, _batches(stream(), strat.batch_size or cfg.batch_size, strat.lookahead)):
+            for it, r in zip(batch, verify_batch(v, strat, batch, preds)):
                 rec = _record(v, it, r, cfg); records.append(rec)
                 if folder is not None: folder.append(rec)
                 if not rec['correct']: failing.append(rec['size'])
