@@ -132,13 +132,24 @@ def _lowest(n:int, d:int) -> str:
     g = math.gcd(n, d)
     return f"{n // g}/{d // g}"
 
+# the gold answer of a two-fraction task from the integers (na, da, nb, db), denominators positive: cross-multiplied,
+# reduced once; for max and min, whether it is a
+_FRACTION_GOLD = {'add': lambda na, da, nb, db: _lowest(na * db + nb * da, da * db),
+                  'sub': lambda na, da, nb, db: _lowest(na * db - nb * da, da * db),
+                  'multiply': lambda na, da, nb, db: _lowest(na * nb, da * db),
+                  'truediv': lambda na, da, nb, db: _lowest(na * db, da * nb),
+                  'max': lambda na, da, nb, db: na * db >= nb * da,
+                  'min': lambda na, da, nb, db: na * db <= nb * da}
+
+def _on_fractions(kind:str) -> Callable[[str, str], str | bool]:
+    "`_FRACTION_GOLD[kind]` of two fractions given as text."
+    g = _FRACTION_GOLD[kind]
+    def f(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return g(na, da, nb, db)
+    return f
+
 def _frac_op(op:Callable) -> Callable[[str, str], str]:
-    "Gold function of add, sub or multiply on two fractions: cross-multiplied integers, reduced once."
-    if op is _mul:
-        def mul(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(na * nb, da * db)
-        return mul
-    def g(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(op(na * db, nb * da), da * db)
-    return g
+    "Gold function of add, sub or multiply on two fractions."
+    return _on_fractions({_add: 'add', _sub: 'sub', _mul: 'multiply'}[op])
 
 def _arith(op:Callable, rep:str) -> Callable[[str, str], str]:
     "Gold function of an arithmetic or comparison `op` on two numbers of representation `rep`."
@@ -163,9 +174,9 @@ def _pick(op:Callable, rep:str) -> Callable[[str, str], str]:
         sc = _dec if rep == 'float' else _sci
         def g(a, b): ma, mb, _ = _align(sc(a), sc(b)); return a if op(ma, mb) == ma else b
         return g
-    if rep == 'fraction':                      # na/da vs nb/db by cross-multiplying (denominators are positive)
-        def f(a, b): (na, da), (nb, db) = _nd(a), _nd(b); x, y = na * db, nb * da; return a if op(x, y) == x else b
-        return f
+    if rep == 'fraction':
+        first = _on_fractions('max' if op is _max else 'min')
+        return lambda a, b: a if first(a, b) else b
     def h(a, b): va, vb = int(a), int(b); return a if op(va, vb) == va else b
     return h
 
@@ -203,8 +214,7 @@ def _digitwise(kind:str, rep:str) -> Callable[[str, str], str]:
 
 def _truediv(rep:str) -> Callable[[str, str], str]:
     if rep == 'integer': return lambda a, b: _lowest(int(a), int(b))
-    def g(a, b): (na, da), (nb, db) = _nd(a), _nd(b); return _lowest(na * db, da * nb)
-    return g
+    return _on_fractions('truediv')
 
 def _to_float(rep:str) -> Callable[[str, str | None], str]:
     if rep == 'scientific': return lambda a, b=None: format_decimal(*_sci(a))
@@ -715,19 +725,10 @@ def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tup
             if den >= 2 and gcd(num, den) == 1 and (not proper or num < den): return num, den
     return draw
 
-def _fraction_gold(kind:str) -> Callable[[int, int, int, int], str | bool]:
-    "The gold answer of a two-fraction task from `(na, da, nb, db)`; for max and min, whether it is a."
-    if kind == 'add': return lambda na, da, nb, db: _lowest(na * db + nb * da, da * db)
-    if kind == 'sub': return lambda na, da, nb, db: _lowest(na * db - nb * da, da * db)
-    if kind == 'multiply': return lambda na, da, nb, db: _lowest(na * nb, da * db)
-    if kind == 'truediv': return lambda na, da, nb, db: _lowest(na * db, da * nb)
-    if kind == 'max': return lambda na, da, nb, db: na * db >= nb * da
-    return lambda na, da, nb, db: na * db <= nb * da
-
 def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
     "`task_lines` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
-    rand, gold = r.random, _fraction_gold(kind)
+    rand, gold = r.random, _FRACTION_GOLD[kind]
     frac = _fraction_drawer(r, L, proper=t.variant == 'hard' and kind in ('max', 'min'))
     first, count = _length_range(L, _rule(kind, t.variant))
     swap, distinct, pick = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind in ('max', 'min')
