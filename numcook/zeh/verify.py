@@ -278,10 +278,9 @@ def verify_batch(v:Verifier, s:Strategy, items:list[Item], preds:list[list[int]]
     res = [None] * len(items)
     if s.verify == 'greedy': todo = list(range(len(items)))
     else:
-        if preds is not None: pass
-        elif s.verify == 'trie': preds = trie_argmax(v, items, s.tree_kwargs)
-        elif s.verify == 'logprobs': preds = logprob_argmax(v, items)
-        else: preds = tf_argmax(v, items, s.prefill)
+        if preds is None:
+            preds = (trie_argmax(v, items, s.tree_kwargs) if s.verify == 'trie' else logprob_argmax(v, items)
+                     if s.verify == 'logprobs' else tf_argmax(v, items, s.prefill))
         todo = []
         for k, (it, p) in enumerate(zip(items, preds)):
             verdict, ans, prefix = judge(v, it, p)
