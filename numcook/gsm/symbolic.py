@@ -13,8 +13,8 @@ from ..core.seeds import derive_seed
 # %% auto #0
 __all__ = ['SYM_P', 'SYM_ROOT', 'SYM_OPS', 'SYM_STMT_TOKENS', 'SYM_ROOT_TOKENS', 'sym_max_filler', 'sym_layout', 'sym_ids',
            'sym_name', 'symbolic_question', 'SymProblem', 'symbolic_problem', 'sym_stream', 'ascii_ints', 'words',
-           'ascii_bytes', 'ascii_words', 'name_codes', 'name_words', 'SymArrays', 'sym_arrays', 'answer_words',
-           'symbolic_batch', 'json_items', 'sym_json_fields']
+           'ascii_bytes', 'ascii_words', 'name_codes', 'name_words', 'SymArrays', 'path_sums', 'sym_arrays',
+           'answer_words', 'symbolic_batch', 'json_items', 'sym_json_fields']
 
 # %% ../../nbs/gsm/41_symbolic.ipynb #b58812aa
 SYM_P = 999_983            # the largest prime below 10**6 (and 2 mod 3): names are V + 6 digits
@@ -179,20 +179,26 @@ class SymArrays:
     text_len: np.ndarray  # [B] text lengths
     sol: np.ndarray       # [B, op, 6] solution lines, 6 words each; the last one is for the line break
     sol_len: np.ndarray   # [B] solution lengths (line breaks one byte each)
-    answer: np.ndarray    # [B, op] digit codes of the asked variables, sorted, then zeros
+    answer: np.ndarray    # [B, a] digit codes of the asked variables, sorted, then zeros (a: the most in the batch)
     n_answer: np.ndarray  # [B]
     length: np.ndarray    # [B] approx_tokens of text and question
+
+def path_sums(parent:np.ndarray, delta:np.ndarray) -> np.ndarray:
+    "Per row and node, the sum of `delta` from the root (node 0: its own parent, delta 0) down to the node, by pointer doubling."
+    rows, acc, up = np.arange(len(parent))[:, None], delta, parent
+    for _ in range((parent.shape[1] - 1).bit_length()):     # (a path has fewer than n nodes: log2(n) doublings)
+        acc, up = acc + acc[rows, up], up[rows, up]          # acc: the sum from the node up to, not including, up
+    return acc
 
 def sym_arrays(U:np.ndarray, op:int, context:int=0) -> SymArrays:
     "The Symbolic problems that the draw rows `U` describe (one per row), all at `op` and `context`, as arrays."
     T, B, L = _tables(), len(U), sym_layout(op, context)
     rows, r_ = np.arange(B), np.arange(B)[:, None]
-    val = np.zeros((B, op), dtype=np.int64)
-    val[:, 0] = SYM_ROOT[0] + (U[:, L['root']][:, 0] * (SYM_ROOT[1] - SYM_ROOT[0] + 1)).astype(np.int64)
+    root = SYM_ROOT[0] + (U[:, L['root']][:, :1] * (SYM_ROOT[1] - SYM_ROOT[0] + 1)).astype(np.int64)
     parent = (U[:, L['parent']] * np.arange(1, op)).astype(np.int64)          # variable i's parent, i = 1 .. op-1
     ops = (U[:, L['op']] * 3).astype(np.int64)
-    delta = np.array([0, 1, -1])[ops]
-    for i in range(1, op): val[:, i] = val[rows, parent[:, i - 1]] + delta[:, i - 1]
+    zero = np.zeros((B, 1), dtype=np.int64)
+    val = root + path_sums(np.concatenate([zero, parent], axis=1), np.concatenate([zero, np.array([0, 1, -1])[ops]], axis=1))
     x = val[rows, (U[:, L['query']][:, 0] * op).astype(np.int64)]
     a = 1 + (U[:, L['ids']][:, 0] * (SYM_P - 1)).astype(np.int64)
     c = (U[:, L['ids']][:, 1] * SYM_P).astype(np.int64)
@@ -224,7 +230,7 @@ def sym_arrays(U:np.ndarray, op:int, context:int=0) -> SymArrays:
     s_idx = np.argsort(keys, axis=1, kind='stable')[:, :Smax]                    # statement index in its problem
     child = np.where(s_idx < op, s_idx, s_idx + 1)                                # statement k >= op: filler node k + 1
     child[empty] = 0
-    kind = np.where(empty, 4, kinds[r_, child] % 4)                               # (-1 % 4: 3, the root)
+    kind = np.where(empty, 4, kinds[r_, child] & 3)                               # (-1 & 3: 3, the root)
     M = np.empty((B, Smax, 4), dtype='<u8')
     M[..., 0] = _w('assign V')
     M[..., 1] = D[r_, child] | _w(' =') << np.uint64(48)
@@ -235,14 +241,14 @@ def sym_arrays(U:np.ndarray, op:int, context:int=0) -> SymArrays:
     text_len = _STMT_LEN[kind].sum(axis=1) + T['num_len'][val[:, 0] + _VOFF] - 1
     # solution lines of the core, in index order: 'V123456 =', then as in the statement, then ' + 1 = ' and the
     # value (not for the root), and a line break
-    sk = kinds[:, :op] % 4
+    sk = kinds[:, :op] & 3
     Ms = np.zeros((B, op, 6), dtype='<u8')
     Ms[..., 0], Ms[..., 1], Ms[..., 2], Ms[..., 3] = name_words(D[:, :op]), _w('='), rhs[:, :op], _SOL_MID[sk]
     Ms[:, 1:, 4] = T['num'][val[:, 1:] + _VOFF]
     sol_len = (np.where(sk == 3, 11, 21 + 4 * (sk > 0)) + T['num_len'][val + _VOFF]).sum(axis=1)
     # the answer: the asked core variables, sorted by name (names have a fixed width: sorting ids sorts them)
     asked = val == x[:, None]
-    k = np.sort(np.where(asked, ids[:, :op], SYM_P), axis=1)
+    k = np.sort(np.where(asked, ids[:, :op], SYM_P), axis=1)[:, :asked.sum(axis=1).max()]   # (no column of none asked)
     answer = np.where(k < SYM_P, name_codes(T, np.minimum(k, SYM_P - 1)), 0)
     return SymArrays(op, val, x, F, nn, D, par, kinds, M, text_len, Ms, sol_len, answer, asked.sum(axis=1),
                      context - budget + used)
@@ -255,7 +261,7 @@ def _cuts(lengths:np.ndarray) -> list[int]:
     return np.concatenate([[0], np.cumsum(lengths)]).tolist()
 
 def answer_words(A:SymArrays, sep:str) -> np.ndarray:
-    "The answer's names with `sep` before all but the first: `[B, op, 2]` words."
+    "The answer's names with `sep` before all but the first: `[B, a, 2]` words."
     out = np.zeros(A.answer.shape + (2,), dtype='<u8')
     out[:, 1:, 0] = np.where(A.answer[:, 1:] > 0, _w(sep), 0)
     out[..., 1] = np.where(A.answer > 0, name_words(A.answer, ''), 0)
