@@ -15,7 +15,10 @@ __all__ = ['progress', 'quiet_worker', 'QuietPool', 'spooled_imap', 'reuse_freed
 # %% ../../nbs/core/05_parallel.ipynb #62ed400c
 def progress(it:Iterable|None=None, **kwargs):
     "A tqdm progress bar over `it`, disabled when `NUMCOOK_PROGRESS=0`."
-    from tqdm.auto import tqdm  # deferred: tqdm.auto looks for notebook widgets on import
+    # deferred, and tqdm.auto (which picks the widget bar) only inside a notebook kernel: it also imports asyncio,
+    # about 25 ms of every command's start
+    if 'ipykernel' in sys.modules: from tqdm.auto import tqdm
+    else: from tqdm.std import tqdm
     kwargs.setdefault('disable', os.environ.get('NUMCOOK_PROGRESS', '1') == '0')
     kwargs.setdefault('dynamic_ncols', True)
     return tqdm(it, **kwargs)
