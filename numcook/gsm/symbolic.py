@@ -185,10 +185,11 @@ class SymArrays:
 
 def path_sums(parent:np.ndarray, delta:np.ndarray) -> np.ndarray:
     "Per row and node, the sum of `delta` from the root (node 0: its own parent, delta 0) down to the node, by pointer doubling."
-    rows, acc, up = np.arange(len(parent))[:, None], delta, parent
-    for _ in range((parent.shape[1] - 1).bit_length()):     # (a path has fewer than n nodes: log2(n) doublings)
-        acc, up = acc + acc[rows, up], up[rows, up]          # acc: the sum from the node up to, not including, up
-    return acc
+    B, n = parent.shape
+    acc, up = delta.ravel(), (parent + n * np.arange(B)[:, None]).ravel()   # (flat indices: 3x faster gathers than 2-d)
+    for _ in range((n - 1).bit_length()):                    # (a path has fewer than n nodes: log2(n) doublings)
+        acc, up = acc + acc[up], up[up]                      # acc: the sum from the node up to, not including, up
+    return acc.reshape(B, n)
 
 def sym_arrays(U:np.ndarray, op:int, context:int=0) -> SymArrays:
     "The Symbolic problems that the draw rows `U` describe (one per row), all at `op` and `context`, as arrays."
