@@ -1,12 +1,15 @@
 """GSM-Infinite problems written as JSON Lines, numcook against the public generator on the same work, through the
 library call a researcher makes and through the command, with their ratios per problem and per statement.
 
-    python scripts/bench_gsm.py --authors /path/to/gsm_infinite [--repeats 3] [--ops 2-20] [--contexts 0,8k,32k]
+    python scripts/bench_gsm.py --authors /path/to/gsm_infinite [--repeats 3] [--contexts 0,8k,32k] [--scale 0.25]
 
 `--authors` is a checkout of https://github.com/Infini-AI-Lab/gsm_infinite (not part of numcook); without it only
-numcook's rates are printed. Per setting (subset, mode, context), the same ops (`--ops`) and problems per op on both
-sides, `--repeats` times, the sides alternating within each repeat. Every column writes one JSON line per problem
-to a file; what each times:
+numcook's rates are printed. Per setting (subset, mode, context), the same ops and problems per op on both sides,
+`--repeats` times, the sides alternating within each repeat. Symbolic runs the job their
+`data/symbolic/generate_symbolic.sh` runs: 100 problems per op, ops 1-119 at zero context and 1-29 at 8k, 16k and
+32k (`--ops` sets other ops, `--scale` multiplies the problems per op; a small job is mostly process start in the cold
+columns). Medium and Hard run ops `--ops` (default 2-20) with the counts of `PER_OP`. Every column writes one JSON
+line per problem to a file; what each times:
 
 - `pub lib`: their library call in this process (modules imported and generator built before the clock starts),
   each record serialised with `json.dumps` and written one per line. Symbolic: `data/symbolic/generate_payload.py`'s
@@ -21,29 +24,38 @@ to a file; what each times:
   (`generate_payload`, `generate_symbolic`; `utils` on first use), nothing of this script. Medium and Hard: this
   script with `--public-job`, importing their realistic modules (which need numpy, sympy, networkx; `termcolor`,
   `pydot` and `transformers` get minimal stand-ins when missing, unused at zero context).
-- `ours lib`: numcook's public library call in this process after one untimed run:
+- `ours lines`: numcook's library call that makes JSON Lines, in this process after one untimed run:
+  `numcook.gsm.generate.generate_batches(GenerateConfig(subset, ops, per_op, context, seed, mode))`, each batch of
+  lines (UTF-8 bytes) written as it comes: what the command writes, without its process, output guard and progress
+  bar. For Symbolic it builds the lines from the batch's arrays, without making the records; the lines are the
+  records' `orjson` serialisation, checked equal by the tests.
+- `ours dicts`: numcook's library call that makes the records as dicts, in this process after one untimed run:
   `numcook.gsm.generate.generate(subset, ops, per_op, context, seed, mode)`, each record serialised with
-  `json.dumps` and written one per line (the same serialiser as theirs).
+  `json.dumps` and written one per line (the same serialiser as theirs). Numcook's records carry the problem's
+  graph, every statement's variable and edge (about six JSON items per statement), which theirs do not: at 32k that
+  is most of the `json.dumps` time.
 - `ours cmd`: the command `numcook gsm generate --subset ... --ops ... --per-op ... --context ... --seed 0 --out FILE`
   in a fresh process (interpreter, imports and first-use tables included; progress bar off).
 
-Before the table, the wall seconds of each side's fresh process making a single Symbolic problem (medians): the
-fixed start that the cold columns pay on every row. Rates are problems per wall-clock second (medians of the repeats). `st/pb` is the mean number of statements per
+Fresh processes run as on a user's machine, with Python's cache of compiled modules (a sandbox's
+PYTHONDONTWRITEBYTECODE is lifted for them, on both sides, and an untimed first run of each fills the cache). Before
+the table, the wall seconds of each side's fresh process making a single Symbolic problem (medians): the fixed start
+that the cold columns pay on every row. Rates are problems per wall-clock second (medians of the repeats). `st/pb` is the mean number of statements per
 problem each side wrote (counted in the written problem texts after the clock stops: Symbolic `assign` statements,
 Medium/Hard sentences); numcook's long-context filler is made to a token budget by its own tokenizer-free count,
 so at 8k and 32k its problems hold a few more statements than theirs. `x lib` and `x cmd` divide numcook's rate by
 theirs (library call over library call, command over cold process); `x lib/st` and `x cmd/st` divide statements
 per second (the ratio times ours' `st/pb` over theirs), the comparison on equal work when the counts differ.
-`x cpu` divides the library calls' rates per CPU second of this process (robust to other users of a shared
-machine). The load average is printed with every setting."""
+`x dicts` divides the dicts' rate by their library call's. `x cpu` divides the library calls' (lines') rates per CPU
+second of this process (robust to other users of a shared machine). The load average is printed with every setting."""
 import argparse, contextlib, io, json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 GROUPS = [([20, 19], 30), ([16, 17, 18], 25), ([12, 13, 14, 15], 20), ([10, 11], 15), ([7, 8, 9], 10), ([5, 6], 6),
           ([4], 4), ([3], 4), ([2], 3)]                      # test_generate3.sh: op groups and their --opmax
 TEMPLATES = ('crazy_zootopia', 'teachers_in_school', 'movie_festival_awards')
-PER_OP = {('symbolic', 0): 256, ('symbolic', 8192): 16, ('symbolic', 32768): 4, ('medium', 'forward'): 12,
-          ('hard', 'forward'): 6, ('medium', 'reverse'): 3, ('hard', 'reverse'): 3}
+PER_OP = {('medium', 'forward'): 12, ('hard', 'forward'): 6, ('medium', 'reverse'): 3, ('hard', 'reverse'): 3}
+PUBLIC_SYMBOLIC = (100, '1-119', '1-29')    # generate_symbolic.sh: --examples-per-op; ops at zero context, with filler
 
 
 def parse_ops(spec):
@@ -134,17 +146,36 @@ def public_job(pub, subset, mode, ops, per_op, ctx, path):
                 else pub.realistic_lines(subset, mode, ops, per_op, out))
 
 
-def public_cold_cmd(a, subset, mode, per, ctx, path):
+def public_cold_cmd(authors, ops, subset, mode, per, ctx, path):
+    spec = f'{ops[0]}-{ops[-1]}'
     if subset == 'symbolic':
-        return [sys.executable, '-c', COLD_SYMBOLIC, str(Path(a.authors) / 'gsm-infinite' / 'data' / 'symbolic'), a.ops,
+        return [sys.executable, '-c', COLD_SYMBOLIC, str(Path(authors) / 'gsm-infinite' / 'data' / 'symbolic'), spec,
                 str(per), str(ctx), str(path)]
-    return [sys.executable, __file__, '--authors', a.authors, '--ops', a.ops, '--public-job', subset, mode, str(per),
+    return [sys.executable, __file__, '--authors', authors, '--ops', spec, '--public-job', subset, mode, str(per),
             str(ctx), str(path)]
 
 
+def job(a, subset, mode, ctx):
+    "The ops and problems per op of a setting: Symbolic as generate_symbolic.sh (unless --ops), else --ops and PER_OP."
+    if subset == 'symbolic':
+        per, at_zero, with_filler = PUBLIC_SYMBOLIC
+        return parse_ops(a.ops or (with_filler if ctx else at_zero)), max(1, round(per * a.scale))
+    return parse_ops(a.ops or '2-20'), max(1, round(PER_OP[subset, mode] * a.scale))
+
+
 # ---------------------------------------------------------------- numcook
-def ours_lib(subset, mode, ops, per_op, ctx, path):
-    "numcook's library call: `generate(...)`, each record through `json.dumps`, one line each; the count."
+def ours_lines(subset, mode, ops, per_op, ctx, path):
+    "numcook's JSON Lines library call: `generate_batches(GenerateConfig(...))`, each batch of lines written; the count."
+    from numcook.gsm.generate import generate_batches, GenerateConfig
+    n = 0
+    with open(path, 'wb') as out:
+        for ids, lines in generate_batches(GenerateConfig(subset, f'{ops[0]}-{ops[-1]}', per_op, str(ctx), 0, mode)):
+            out.write(lines + b'\n'); n += len(ids)
+    return n
+
+
+def ours_dicts(subset, mode, ops, per_op, ctx, path):
+    "numcook's records library call: `generate(...)`, each record through `json.dumps`, one line each; the count."
     from numcook.gsm.generate import generate
     n = 0
     with open(path, 'w') as out:
@@ -169,10 +200,15 @@ def timed(fn):
     return n, time.perf_counter() - w, time.process_time() - c
 
 
+# fresh processes run as on a user's machine: Python keeps compiled modules in __pycache__ (a sandbox may turn that
+# off with PYTHONDONTWRITEBYTECODE; then every start would compile every module again, on both sides)
+COLD_ENV = {k: v for k, v in os.environ.items() if k != 'PYTHONDONTWRITEBYTECODE'} | {'NUMCOOK_PROGRESS': '0'}
+
+
 def cold(cmd, path):
     "Wall seconds of a fresh process and the lines it wrote."
     w = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, NUMCOOK_PROGRESS='0'))
+    subprocess.run(cmd, check=True, capture_output=True, env=COLD_ENV)
     return sum(1 for _ in open(path)), time.perf_counter() - w
 
 
@@ -188,45 +224,50 @@ def statements(path, subset):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--authors', default=None, help='checkout of github.com/Infini-AI-Lab/gsm_infinite (the anchors)')
-    ap.add_argument('--ops', default='2-20', help='op counts (default 2-20)')
+    ap.add_argument('--ops', default=None, help="op counts (default: Symbolic as generate_symbolic.sh, 1-119 at zero "
+                                                "context and 1-29 with filler; Medium and Hard 2-20)")
     ap.add_argument('--contexts', default='0,8k,32k', help='Symbolic contexts (default 0,8k,32k; Medium/Hard: 0)')
     ap.add_argument('--repeats', type=int, default=3, help='timed repeats per setting (medians reported; default 3)')
-    ap.add_argument('--scale', type=float, default=1.0, help='multiply the problems per op of every setting')
+    ap.add_argument('--scale', type=float, default=1.0, help='multiply the problems per op of every setting (Symbolic: 100)')
     ap.add_argument('--subsets', default='symbolic,medium,hard')
     ap.add_argument('--public-job', nargs=5, metavar=('SUBSET', 'MODE', 'PER_OP', 'CONTEXT', 'OUT'), help=argparse.SUPPRESS)
     a = ap.parse_args()
-    ops = parse_ops(a.ops)
     if a.public_job:                                      # a cold public run: this process does one job and exits
         s, m, per, ctx, path = a.public_job
-        public_job(Public(a.authors), s, m, ops, int(per), int(ctx), path)
+        public_job(Public(a.authors), s, m, parse_ops(a.ops), int(per), int(ctx), path)
         return
     pub = Public(a.authors) if a.authors else None
     settings = [(s, 'forward', context_tokens(c)) for s in ['symbolic'] for c in a.contexts.split(',')]
     settings += [(s, m, 0) for s in ('medium', 'hard') for m in ('forward', 'reverse')]
     settings = [x for x in settings if x[0] in a.subsets.split(',')]
     tmp = Path(tempfile.mkdtemp(prefix='bench_gsm_'))
-    print(f"ops {a.ops}; {a.repeats} repeats; {os.cpu_count()} CPUs; rates are problems/s (JSON Lines written); "
+    print(f"{a.repeats} repeats; {os.cpu_count()} CPUs; rates are problems/s (JSON Lines written); "
           f"x .../st: per statement")
     if pub: print(f"public anchors: Infini-AI-Lab/gsm_infinite @ {pub.commit}, run in this session as described in this script's docstring")
     if pub and 'symbolic' in a.subsets.split(','):          # the fixed cost of a fresh process, the same on every row
         fo, fp, so, sp = tmp / 'start_ours.jsonl', tmp / 'start_pub.jsonl', [], []
-        for r in range(a.repeats):
-            fo.unlink(missing_ok=True); so.append(cold(ours_cmd('symbolic', 'forward', [ops[0]], 1, 0, fo), fo)[1])
-            fp.unlink(missing_ok=True)
-            sp.append(cold(public_cold_cmd(argparse.Namespace(authors=a.authors, ops=str(ops[0])), 'symbolic', 'forward', 1, 0, fp), fp)[1])
+        for r in range(-1, a.repeats):                      # (run -1, untimed, leaves each side's compiled modules)
+            fo.unlink(missing_ok=True); so.append(cold(ours_cmd('symbolic', 'forward', [2], 1, 0, fo), fo)[1])
+            fp.unlink(missing_ok=True); sp.append(cold(public_cold_cmd(a.authors, [2], 'symbolic', 'forward', 1, 0, fp), fp)[1])
         print(f"one Symbolic problem in a fresh process (the start both cold columns pay): numcook command "
-              f"{statistics.median(so):.3f} s, public {statistics.median(sp):.3f} s")
-    hdr = (f"{'setting':<20}{'load':>5}{'n':>6} | {'st/pb':>7}{'pub lib':>9}{'pub cold':>9} | {'st/pb':>7}{'ours lib':>9}"
-           f"{'ours cmd':>9} | {'x lib':>6}{'x cmd':>6}{'x lib/st':>9}{'x cmd/st':>9}{'x cpu':>6}")
-    print(f"{'':<31} | {'public':<25} | {'numcook':<25} |"); print(hdr); print('-' * len(hdr))
+              f"{statistics.median(so[1:]):.3f} s, public {statistics.median(sp[1:]):.3f} s")
+    hdr = (f"{'setting':<16}{'ops':>7}{'load':>5}{'n':>6} | {'st/pb':>7}{'pub lib':>9}{'pub cold':>9} | {'st/pb':>7}"
+           f"{'lines':>8}{'dicts':>8}{'cmd':>8} | {'x lines':>8}{'x dicts':>8}{'x cmd':>6}{'x cpu':>6} | {'x lines':>8}"
+           f"{'x dicts':>8}{'x cmd':>6}")
+    print(f"{'':<34} | {'public':<25} | {'numcook':<31} | {'problems per second':<28} | per statement")
+    print(hdr); print('-' * len(hdr))
     for subset, mode, ctx in settings:
-        key = ('symbolic', ctx) if subset == 'symbolic' else (subset, mode)
-        per = max(1, round(PER_OP.get(key, 4) * a.scale))
+        ops, per = job(a, subset, mode, ctx)
         label = f"{subset} {mode[:3] if subset != 'symbolic' else ''} {ctx // 1024 if ctx % 1024 == 0 and ctx else ctx}{'k' if ctx and ctx % 1024 == 0 else ''}"
         f_pub, f_ours, f_cp, f_cmd = tmp / 'pub.jsonl', tmp / 'ours.jsonl', tmp / 'pub_cold.jsonl', tmp / 'ours_cmd.jsonl'
-        ours_lib(subset, mode, ops, per, ctx, f_ours)                                   # untimed: warm caches
+        f_dicts = tmp / 'ours_dicts.jsonl'
+        ours_lines(subset, mode, ops, per, ctx, f_ours); ours_dicts(subset, mode, ops, per, ctx, f_dicts)   # untimed: warm caches
+        if pub and subset != 'symbolic':                   # (the Symbolic start above compiled those modules)
+            for f, cmd in ((f_cp, public_cold_cmd(a.authors, ops[:1], subset, mode, 1, ctx, f_cp)),
+                           (f_cmd, ours_cmd(subset, mode, ops[:1], 1, ctx, f_cmd))):
+                f.unlink(missing_ok=True); cold(cmd, f); f.unlink()
         if pub: public_job(pub, subset, mode, ops, per, ctx, f_pub)
-        R = {k: [] for k in ('pl', 'pc', 'pcpu', 'ol', 'oc', 'ocpu')}
+        R = {k: [] for k in ('pl', 'pc', 'pcpu', 'ol', 'od', 'oc', 'ocpu')}
         loads = []
         for r in range(a.repeats):
             loads.append(os.getloadavg()[0])
@@ -234,19 +275,20 @@ def main():
                 n, w, c = timed(lambda: public_job(pub, subset, mode, ops, per, ctx, f_pub))
                 R['pl'].append(n / w); R['pcpu'].append(n / c)
                 f_cp.unlink(missing_ok=True)
-                n, w = cold(public_cold_cmd(a, subset, mode, per, ctx, f_cp), f_cp); R['pc'].append(n / w)
-            n, w, c = timed(lambda: ours_lib(subset, mode, ops, per, ctx, f_ours))
+                n, w = cold(public_cold_cmd(a.authors, ops, subset, mode, per, ctx, f_cp), f_cp); R['pc'].append(n / w)
+            n, w, c = timed(lambda: ours_lines(subset, mode, ops, per, ctx, f_ours))
             R['ol'].append(n / w); R['ocpu'].append(n / c)
+            n, w, c = timed(lambda: ours_dicts(subset, mode, ops, per, ctx, f_dicts)); R['od'].append(n / w)
             f_cmd.unlink(missing_ok=True)                    # (a fresh file: the command would resume an existing one)
             n, w = cold(ours_cmd(subset, mode, ops, per, ctx, f_cmd), f_cmd); R['oc'].append(n / w)
         m = {k: statistics.median(v) if v else float('nan') for k, v in R.items()}
         so, sp = statements(f_ours, subset), (statements(f_pub, subset) if pub else float('nan'))
         x = lambda o, p, k=1.0, w=6: f"{m[o] / m[p] * k:{w}.1f}" if pub else f"{'-':>{w}}"
-        print(f"{label:<20}{statistics.median(loads):5.1f}{n:6d} | {sp:7.1f}{m['pl']:9.0f}{m['pc']:9.0f} | {so:7.1f}{m['ol']:9.0f}"
-              f"{m['oc']:9.0f} | {x('ol', 'pl')}{x('oc', 'pc')}{x('ol', 'pl', so / sp, 9)}{x('oc', 'pc', so / sp, 9)}{x('ocpu', 'pcpu')}",
-              flush=True)
-    print("x lib: numcook's library call over theirs; x cmd: numcook's command over their cold process; /st: per statement; "
-          "x cpu: library calls per CPU second")
+        print(f"{label:<16}{ops[0]:>3}-{ops[-1]:<3}{statistics.median(loads):5.1f}{n:6d} | {sp:7.1f}{m['pl']:9.0f}{m['pc']:9.0f}"
+              f" | {so:7.1f}{m['ol']:8.0f}{m['od']:8.0f}{m['oc']:8.0f} | {x('ol', 'pl', w=8)}{x('od', 'pl', w=8)}{x('oc', 'pc')}"
+              f"{x('ocpu', 'pcpu')} | {x('ol', 'pl', so / sp, 8)}{x('od', 'pl', so / sp, 8)}{x('oc', 'pc', so / sp)}", flush=True)
+    print("x lines, x dicts: numcook's library calls (JSON Lines; records through json.dumps) over theirs; x cmd: numcook's "
+          "command over their cold process; x cpu: the lines' and their library call's rates per CPU second")
 
 
 if __name__ == '__main__':
