@@ -23,10 +23,10 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers import DynamicCache
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'ZEH_VERSION', 'RESUME_TASK', 'Item', 'Verifier', 'greedy_decode', 'judge', 'PrefixCache', 'tf_argmax',
-           'logprob_argmax', 'greedy_answers', 'trie_logits', 'trie_argmax', 'Strategy', 'get_strategy', 'verify_batch',
-           'ZehConfig', 'size_instances', 'zeh_config', 'zero_error_horizon', 'summarize', 'size_rows',
-           'size_instances_count']
+__all__ = ['STRATEGIES', 'ZEH_VERSION', 'RESUME_TASK', 'Item', 'special_cuts', 'Verifier', 'greedy_decode', 'judge',
+           'PrefixCache', 'tf_argmax', 'logprob_argmax', 'greedy_answers', 'trie_logits', 'trie_argmax', 'Strategy',
+           'get_strategy', 'verify_batch', 'ZehConfig', 'size_instances', 'zeh_config', 'zero_error_horizon',
+           'summarize', 'size_rows', 'size_instances_count']
 
 # %% ../../nbs/zeh/32_verify.ipynb #0db19b03
 @dataclass
@@ -47,6 +47,14 @@ def _plain_backend(tok):
     plain = (isinstance(tok, TokenizersBackend) and type(tok)._encode_plus is TokenizersBackend._encode_plus
              and type(tok).__call__ is PreTrainedTokenizerBase.__call__ and hasattr(be, 'encode_batch_fast'))
     return be if plain else False
+
+def special_cuts(tok, before:str, after:str) -> tuple[int, int]:
+    "Where the last added token of `before` ends and the first of `after` starts (0 and `len(after)` if none): a tokenizer splits its input at added tokens before anything else, so the text between encodes on its own."
+    be = getattr(tok, '_tokenizer', None)
+    decoder = be.get_added_tokens_decoder().values() if hasattr(be, 'get_added_tokens_decoder') else ()
+    toks = [t.content for t in decoder if not (t.lstrip or t.rstrip or t.normalized)]   # (no whitespace taken from the text between)
+    return (max((before.rfind(t) + len(t) for t in toks if t in before), default=0),
+            min((after.find(t) for t in toks if t in after), default=len(after)))
 
 class Verifier:
     "A model (or a `numcook.lm.backends` backend), tokenizer, family and prompt ready for exact verification."
@@ -94,11 +102,23 @@ class Verifier:
         first = self.tok(texts[:1], add_special_tokens=special)['input_ids']   # (this call also sets the backend: no padding, no truncation)
         ids = [e.ids for e in be.encode_batch_fast(texts, add_special_tokens=special)]
         return ids if ids[:1] == first else self.tok(texts, add_special_tokens=special)['input_ids']
+    def encode_prompts(self, insts:list[Instance], texts:list[str]) -> list[list[int]]:
+        "Token ids of the rendered prompts `texts` of `insts`; the template's constant text around each instance, cut at added tokens, is encoded once."
+        if not self.chat or getattr(self, '_around', None) is None: return self.encode_many(texts, special=not self.chat)
+        if not hasattr(self, '_ends'):
+            (before, after), self._ends = self._around, None
+            i, j = special_cuts(self.tok, before, after)
+            if i or j < len(after): self._ends = self.encode(before[:i]), before[i:], after[:j], self.encode(after[j:])
+        if self._ends is None: return self.encode_many(texts)
+        head, a, b, tail = self._ends
+        ids = [head + m + tail for m in self.encode_many([a + self.prompt.input.format(**i.fields) + b for i in insts])]
+        ends = self.encode_many([texts[0], texts[-1]])      # (checked against the whole texts' own encoding)
+        return ids if [ids[0], ids[-1]] == ends else self.encode_many(texts)
     def items(self, insts:list[Instance]) -> list[Item]:
         "`item` for many instances, tokenized in one batch call."
         if not insts: return []
         texts = [self.render(i) for i in insts]
-        ids = self.encode_many(texts, special=not self.chat)
+        ids = self.encode_prompts(insts, texts)
         golds = sorted({i.gold for i in insts})
         enc = dict(zip(golds, self.encode_many(golds)))
         text = {g: self.decode(a) for g, a in enc.items()}
