@@ -935,12 +935,13 @@ def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
 
 def _fast_lines(t:Task) -> Callable | None:
     "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
-    if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS) and t.variant != 'hard': return _int_pair_lines
+    if t.variant == 'hard' and t.kind in ('max', 'min') and t.representation in ('integer', 'float'): return None  # shared prefixes
+    if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS): return _int_pair_lines
     if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
     if t.name == 'to_float_fraction': return _to_float_fraction_lines
     if t.kind in ('get_digit', 'length', 'count', 'to_scientific', 'sig_fig'): return _single_lines
     if t.representation == 'scientific' and t.kind in ('add', 'sub', 'multiply', 'max', 'min'): return _scientific_pair_lines
-    if t.representation == 'float' and t.second == 'float' and t.variant != 'hard': return _float_pair_lines
+    if t.representation == 'float' and t.second == 'float': return _float_pair_lines
     return None
 
 # %% ../../nbs/nupa/21_tasks.ipynb #5b844397
