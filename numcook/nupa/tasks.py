@@ -517,7 +517,9 @@ def _normalize(name:str) -> str:
 def get_task(name:str|Task) -> Task:
     "The task registered as `name` (paper spellings accepted); unknown names get a did-you-mean error."
     if isinstance(name, Task): return name
-    return TASKS.get(_normalize(name)) if _normalize(name) in TASKS else TASKS.get(name)
+    if name in TASKS: return TASKS[name]                             # (a registry name is its own spelling)
+    key = _normalize(name)
+    return TASKS.get(key if key in TASKS else name)
 
 def task_names(spec:str|Iterable[str]|None=None) -> list[str]:
     "Resolve 'all' (every task), 'nupa41' (the paper's 41), a comma list or names to registry names, in registry order."
@@ -570,29 +572,38 @@ def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `
         out.append(rec)
     return out
 
-def _line_format(t:Task, length:int, seed:int) -> str:
-    """One item's JSON line as a %-format of `(i, a, b, a, b, answer)` (one-number tasks: `(i, a, a, answer)`), the
-    fixed text JSON-escaped once: operands and answers are digits, '.', '/' and 'e', which JSON writes as they are."""
-    enc, pct = encode_basestring, lambda s: s.replace('%', '%%')
-    text = lambda s: pct(enc(s)[1:-1])                                # a string's JSON content, without its quotes
+@functools.lru_cache(maxsize=None)
+def _line_text(t:Task) -> tuple[str, str, tuple[str, ...]]:
+    """The fixed text of `t`'s JSON lines, JSON-escaped once (operands and answers are digits, '.', '/' and
+    'e', which JSON writes as they are): the id's start, the fields from "task" to "length" and the five pieces after "a"."""
+    enc = encode_basestring
+    text = lambda s: enc(s)[1:-1]                                     # a string's JSON content, without its quotes
     pre, _, rest = t.question('\0a', '\0b').partition('\0a')          # the prompt around markers for the operands
     qmid, _, post = rest.partition('\0b')
-    one = t.second is None
-    return (pct(f'{{"id": "{t.name}-{length}-') + '%d'
-            + pct(f'", "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
-                  f'"variant": {enc(t.variant) if t.variant else "null"}, "length": {int(length)}, "a": "') + '%s"'
-            + ('' if one else ', "b": "%s"') + ', "question": "' + text(pre) + '%s'
-            + (text(rest) if one else text(qmid) + '%s' + text(post))
-            + '", "answer": "%s", "seed": ' + pct(json.dumps(seed)) + '}')
+    fields = (f'", "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
+              f'"variant": {enc(t.variant) if t.variant else "null"}, "length": ')
+    question = '", "question": "' + text(pre)
+    after = (('', question, '', text(rest)) if t.second is None       # one number: no "b", and '' where b would go
+             else ('", "b": "', question, text(qmid), text(post)))
+    return f'{{"id": "{t.name}-', fields, after
+
+def _line_parts(t:Task, length:int, seed:int) -> tuple[str, ...]:
+    """One item's JSON line cut where its strings vary: the line is the seven pieces with `i, a, b, a, b, answer`
+    between them (b = '' for one-number tasks), exactly `json.dumps(item, ensure_ascii=False)`."""
+    start, fields, (p2, p3, p4, p5) = _line_text(t)
+    return (f'{start}{length}-', f'{fields}{int(length)}, "a": "', p2, p3, p4, p5 + '", "answer": "',
+            f'", "seed": {json.dumps(seed)}}}')
 
 def task_lines(task:str|Task, length:int, n:int=1000, seed:int=0) -> str:
     "`generate_task`'s items as JSON lines (joined by newlines), each exactly `json.dumps(item, ensure_ascii=False)`."
     t = get_task(task)
-    fmt, fast = _line_format(t, length, seed), _fast_lines(t)
-    if fast is not None: return fast(t, _check_length(length), n, seed, fmt)
-    draws = _draws(t, length, n, seed)
-    if t.second is None: return '\n'.join([fmt % (i, a, a, ans) for i, (a, _, ans) in enumerate(draws)])
-    return '\n'.join([fmt % (i, a, b, a, b, ans) for i, (a, b, ans) in enumerate(draws)])
+    parts, fast = _line_parts(t, length, seed), _fast_lines(t)
+    if fast is not None: return fast(t, _check_length(length), n, seed, parts)
+    (p0, p1, p2, p3, p4, p5, p6), lines = parts, []
+    for a, b, ans in _draws(t, length, n, seed):
+        b = b or ''                                                    # (one-number tasks: no b)
+        lines.append(f'{p0}{len(lines)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}')
+    return '\n'.join(lines)
 
 def _check_n(n) -> int:
     try: n = int(n)
@@ -670,7 +681,7 @@ def _int_span(L:int) -> tuple[int, int, int]:
     lo, m = (0, 10) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
     return lo, m, m.bit_length()
 
-def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     """`task_lines` of a task on two random integers (arithmetic, max, min, digit-wise ops): the loop
     of `_draws` with the sampler's draws written out and the operands kept as ints (the same stream, the same items)."""
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
@@ -681,6 +692,7 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
     alo, am, abits = _int_span(L)
     swap = kind in ('add', 'multiply', 'max', 'min') or kind in _DIGIT_OPS
     distinct, ordered, divides, truediv = kind in ('max', 'min', 'sub'), kind == 'sub', kind in ('truediv', 'floordiv', 'mod'), kind == 'truediv'
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -700,7 +712,7 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         if (a, b) in seen: continue
         seen.add((a, b))
         if truediv and a == 0: continue                                # (the check on truediv's answer: not 0/b)
-        out.append(fmt % (len(out), a, b, a, b, op(a, b))); idle = 0
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{op(a, b)}{p6}'); idle = 0
     return '\n'.join(out)
 
 def _nonzero_span(L:int) -> tuple[int, int, int]:
@@ -725,13 +737,14 @@ def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tup
             if den >= 2 and gcd(num, den) == 1 and (not proper or num < den): return num, den
     return draw
 
-def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     rand, gold = r.random, _FRACTION_GOLD[kind]
     frac = _fraction_drawer(r, L, proper=t.variant == 'hard' and kind in ('max', 'min'))
     first, count = _length_range(L, _rule(kind, t.variant))
     swap, distinct, pick = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind in ('max', 'min')
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -745,7 +758,7 @@ def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         a, b, ans = '%d/%d' % ab[:2], '%d/%d' % ab[2:], gold(*ab)
         if pick: ans = a if ans else b
         elif kind == 'truediv' and ab[0] == 0: continue                # (the check on truediv's answer: not 0/b)
-        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
 def _places(d:int) -> int:
@@ -766,11 +779,12 @@ def _to_float_tables(L:int) -> tuple[list, list, dict]:
     return ([None] + [_nonzero_span(l) for l in range(1, L + 1)], dens,
             {d: k for l in range(1, L + 1) for d, k in _two_five_places(l).items()})
 
-def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
     r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
     rand, bits, spans, dens, places = r.random, r.getrandbits, *_to_float_tables(L)
     lk = L.bit_length()
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -789,7 +803,7 @@ def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         seen.add((num, d))
         k = places[d]
         a = '%d/%d' % (num, d)
-        out.append(fmt % (len(out), a, a, format_decimal(num * (10 ** k // d), k))); idle = 0
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{p3}{a}{p4}{p5}{format_decimal(num * (10 ** k // d), k)}{p6}'); idle = 0   # (no b)
     return '\n'.join(out)
 
 def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int], tuple[str, int, int]]:
@@ -819,13 +833,14 @@ _FLOAT_GOLD = {'add': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - k
                'sub': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) - mb * 10 ** (k - kb), k),
                'multiply': lambda ma, ka, mb, kb, k: format_decimal(ma * mb, ka + kb)}
 
-def _float_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _float_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two random floats (add, sub, multiply, max, min, digit-wise ops), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     rand, flt = r.random, _float_drawer(r, L)
     first, count = _length_range(L, _rule(kind, t.variant))
     gold, digitwise = _FLOAT_GOLD.get(kind), _gold_fn(kind, 'float') if kind.startswith('digit_') else None
     swap, distinct, ordered = kind not in ('sub',), kind in ('max', 'min', 'sub'), kind == 'sub'
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -842,10 +857,10 @@ def _float_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         else:                                                          # max, min: one of the two, verbatim
             x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
             ans = a if (x >= y if kind == 'max' else x <= y) else b
-        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
-def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _single_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on one random integer or float (get_digit, length, count, to_scientific, sig_fig), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     big = kind in ('to_scientific', 'sig_fig')                         # numbers >= 1
@@ -857,7 +872,7 @@ def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
             return str(lo + x), lo + x, 0
     else:
         flt = _float_drawer(r, L, big); draw = lambda: flt(L)
-    one = t.second is None
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -865,14 +880,14 @@ def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         if kind == 'get_digit': b = str(_below(r, len(a) - ('.' in a)))
         elif kind == 'count': b = _DIGITS[_below(r, 10)]
         elif kind == 'sig_fig': b = str(2 + _below(r, max(2, len(str(ma))) - 1))
-        else: b = None
+        else: b = ''                                                   # (no second number)
         if (a, b) in seen: continue
         seen.add((a, b))
         if kind == 'get_digit': ans = a.replace('.', '')[int(b)]
         elif kind == 'count': ans = str(a.count(b))
         elif kind == 'length': ans = str(len(a) - ('.' in a))
         else: ans = format_scientific(ma, ka, sig=int(b) if kind == 'sig_fig' else None)
-        out.append(fmt % ((len(out), a, a, ans) if one else (len(out), a, b, a, b, ans))); idle = 0
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
 def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
@@ -901,12 +916,13 @@ def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
         return f'{first}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}e{e}', mant, k, e
     return draw
 
-def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two scientific numbers (add, sub, multiply, max, min and their variants), like `_float_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     rand, sci = r.random, _scientific_drawer(r, L)
     first, count = _length_range(L, _rule(kind, t.variant))
     hard_cmp, swap = t.variant == 'hard' and kind in ('max', 'min'), kind in ('add', 'multiply', 'max', 'min')
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -930,11 +946,11 @@ def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         elif kind == 'multiply': ans = format_scientific(ma * mb, ka + kb)
         else: ans = a if (x >= y if kind == 'max' else x <= y) else b   # max, min: one of the two, verbatim
         if not 0 <= _exp(ans) <= 99: continue                          # (the check on scientific answers)
-        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
 def _fast_lines(t:Task) -> Callable | None:
-    "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
+    "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, parts) -> lines`."
     if t.variant == 'hard' and t.kind in ('max', 'min') and t.representation in ('integer', 'float'): return None  # shared prefixes
     if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS): return _int_pair_lines
     if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
