@@ -806,6 +806,13 @@ def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str
         out.append(f'{p0}{len(out)}{p1}{a}{p2}{p3}{a}{p4}{p5}{format_decimal(num * (10 ** k // d), k)}{p6}'); idle = 0   # (no b)
     return '\n'.join(out)
 
+_POW10 = [1]
+
+def _powers(n:int) -> list[int]:
+    "The list `[10**0, 10**1, ...]` with at least `n` entries (one table, grown as needed)."
+    while len(_POW10) < n: _POW10.append(_POW10[-1] * 10)
+    return _POW10
+
 def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int], tuple[str, int, int]]:
     "`_float(r, l, nonzero)` for l <= L with its draws written out: `l -> (text, m, k)`, the value m / 10**k."
     bits, rand = r.getrandbits, r.random
@@ -891,7 +898,7 @@ def _single_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     return '\n'.join(out)
 
 def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
-    "`_scientific(r, l, lo, hi)` for l <= L with its draws written out: `(l, lo, hi) -> (text, m, k, exponent)` or None, the value m / 10**k."
+    "`_scientific(r, l, lo, hi)` for l <= L with its draws written out: `(l, lo, hi) -> (text, m, k, exponent)` or None, the value m / 10**k (k may be negative)."
     bits, rand = r.getrandbits, r.random
     tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
     def draw(l, lo=0, hi=99):
@@ -902,50 +909,56 @@ def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
         if elo > ehi: return None
         first = bits(4)                                                # the first digit: 1 + _below(r, 9)
         while first >= 9: first = bits(4)
-        first += 1
         m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
         if dl > 1:
             x = bits(k)
             while x >= m: x = bits(k)
         last = bits(4)
         while last >= 9: last = bits(4)
-        last += 1
-        e = elo + _below(r, ehi - elo + 1)
-        mant, k = (first * m + x) * 10 + last, dl - e                  # the value mant / 10**k, as `_sci` reads it
-        if k < 0: mant, k = mant * 10 ** -k, 0
-        return f'{first}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}e{e}', mant, k, e
+        c = ehi - elo + 1; k = c.bit_length()                          # the exponent: elo + _below(r, c)
+        e = bits(k)
+        while e >= c: e = bits(k)
+        e += elo
+        v = ((first + 1) * m + x) * 10 + last + 1; s = str(v)          # the significand's digits, as one integer
+        return f'{s[0]}.{s[1:]}e{e}', v, dl - e, e
     return draw
 
 def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two scientific numbers (add, sub, multiply, max, min and their variants), like `_float_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
-    rand, sci = r.random, _scientific_drawer(r, L)
-    first, count = _length_range(L, _rule(kind, t.variant))
+    bits, rand, sci, P = r.getrandbits, r.random, _scientific_drawer(r, L), _powers(L + 101)
+    first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     hard_cmp, swap = t.variant == 'hard' and kind in ('max', 'min'), kind in ('add', 'multiply', 'max', 'min')
+    near, arith = kind in ('add', 'sub'), kind in ('add', 'sub', 'multiply')
     p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
-        l = first + _below(r, count)
+        x = bits(cbits)                                                # the shorter length: _lengths
+        while x >= count: x = bits(cbits)
         a, ma, ka, ea = sci(L)
-        if hard_cmp and rand() < 0.7: B = sci(l, ea, ea)
-        elif kind in ('add', 'sub'): B = sci(l, max(0, ea - 4), min(99, ea + 4))
-        elif kind == 'multiply': B = sci(l, 0, 99 - ea)
-        else: B = sci(l)
+        if hard_cmp and rand() < 0.7: B = sci(first + x, ea, ea)
+        elif near: B = sci(first + x, ea - 4 if ea > 4 else 0, ea + 4 if ea < 95 else 99)
+        elif kind == 'multiply': B = sci(first + x, 0, 99 - ea)
+        else: B = sci(first + x)
         if B is None: continue
         b, mb, kb, _ = B
         if swap and rand() < 0.5: a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
-        if kind in ('max', 'min', 'sub') and a == b: continue
-        k = ka if ka >= kb else kb                                     # the common scale of a and b
-        x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
-        if kind == 'sub' and x < y: a, b, x, y = b, a, y, x            # the larger first
-        if (a, b) in seen: continue
-        seen.add((a, b))
-        if kind == 'add': ans = format_scientific(x + y, k)
-        elif kind == 'sub': ans = format_scientific(x - y, k)
-        elif kind == 'multiply': ans = format_scientific(ma * mb, ka + kb)
-        else: ans = a if (x >= y if kind == 'max' else x <= y) else b   # max, min: one of the two, verbatim
-        if not 0 <= _exp(ans) <= 99: continue                          # (the check on scientific answers)
+        if kind == 'multiply': x, y, k = ma, mb, ka + kb
+        else:
+            if kind != 'add' and a == b: continue
+            k = ka if ka >= kb else kb                                 # the common scale of a and b
+            x, y = ma * P[k - ka], mb * P[k - kb]
+            if kind == 'sub' and x < y: a, b, x, y = b, a, y, x        # the larger first
+        key = a, b
+        if key in seen: continue
+        seen.add(key)
+        if arith:
+            s = str(x + y if kind == 'add' else x - y if kind == 'sub' else x * y)
+            e = len(s) - 1 - k
+            if not 0 <= e <= 99: continue                              # (the check on scientific answers)
+            s = s.rstrip('0'); ans = f'{s[0]}.{s[1:] or "0"}e{e}'     # as format_scientific writes it
+        else: ans = a if (x >= y if kind == 'max' else x <= y) else b  # max, min: one of the two, verbatim
         out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
