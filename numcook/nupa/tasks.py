@@ -813,57 +813,64 @@ def _powers(n:int) -> list[int]:
     while len(_POW10) < n: _POW10.append(_POW10[-1] * 10)
     return _POW10
 
+@functools.lru_cache(maxsize=None)
+def _float_shapes(l:int, nonzero:bool) -> tuple[int, list, list]:
+    """`_float`'s draws at length l: the bits of the shorter part's length, then for the decimal part and for the
+    integer part having the l digits, a list by the other's length (x + 1) of the integer part's span, `10**(dl - 1)`
+    with its bits (the decimal part's draw) and dl, the number of decimals."""
+    ints = _nonzero_span if nonzero else _int_span
+    tail = lambda dl: (10 ** (dl - 1), (10 ** (dl - 1)).bit_length(), dl)
+    return l.bit_length(), [ints(1 + x) + tail(l) for x in range(l)], [ints(l) + tail(1 + x) for x in range(l)]
+
 def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int], tuple[str, int, int]]:
     "`_float(r, l, nonzero)` for l <= L with its draws written out: `l -> (text, m, k)`, the value m / 10**k."
-    bits, rand = r.getrandbits, r.random
-    ints = [None] + [(_nonzero_span if nonzero else _int_span)(l) for l in range(1, L + 1)]
-    tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
+    bits, rand, shapes = r.getrandbits, r.random, [None] + [_float_shapes(l, nonzero) for l in range(1, L + 1)]
     def draw(l):
-        half, k = rand() < 0.5, l.bit_length()                         # the other part's length: 1 + _below(r, l)
-        x = bits(k)
+        coin, (k, longer_dec, longer_int) = rand() < 0.5, shapes[l]
+        x = bits(k)                                                    # the other part's length: 1 + _below(r, l)
         while x >= l: x = bits(k)
-        il, dl = (l, 1 + x) if half else (1 + x, l)
-        lo, m, k = ints[il]; x = bits(k)                               # the integer part: _int(r, il)
+        lo, m, k, tm, tk, dl = (longer_int if coin else longer_dec)[x]
+        x = bits(k)                                                    # the integer part: _int(r, its length)
         while x >= m: x = bits(k)
         ip = lo + x
-        m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
-        if dl > 1:
-            x = bits(k)
-            while x >= m: x = bits(k)
-        last = bits(4)                                                 # its last digit: 1 + _below(r, 9)
+        if dl > 1:                                                     # the decimal part: _tail(r, dl)
+            x = bits(tk)
+            while x >= tm: x = bits(tk)
+            last = bits(4)                                             # its last digit: 1 + _below(r, 9)
+            while last >= 9: last = bits(4)
+            return f'{ip}.{str(x).zfill(dl - 1)}{last + 1}', (ip * tm + x) * 10 + last + 1, dl
+        last = bits(4)
         while last >= 9: last = bits(4)
-        last += 1
-        return f'{ip}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}', (ip * m + x) * 10 + last, dl
+        return f'{ip}.{last + 1}', ip * 10 + last + 1, 1
     return draw
-
-_FLOAT_GOLD = {'add': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) + mb * 10 ** (k - kb), k),
-               'sub': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) - mb * 10 ** (k - kb), k),
-               'multiply': lambda ma, ka, mb, kb, k: format_decimal(ma * mb, ka + kb)}
 
 def _float_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two random floats (add, sub, multiply, max, min, digit-wise ops), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
-    rand, flt = r.random, _float_drawer(r, L)
-    first, count = _length_range(L, _rule(kind, t.variant))
-    gold, digitwise = _FLOAT_GOLD.get(kind), _gold_fn(kind, 'float') if kind.startswith('digit_') else None
+    bits, rand, flt, P = r.getrandbits, r.random, _float_drawer(r, L), _powers(L + 1)
+    first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
+    digitwise = _gold_fn(kind, 'float') if kind.startswith('digit_') else None
     swap, distinct, ordered = kind not in ('sub',), kind in ('max', 'min', 'sub'), kind == 'sub'
     p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
-        l = first + _below(r, count)
-        (a, ma, ka), (b, mb, kb) = flt(L), flt(l)
+        x = bits(cbits)                                                # the shorter length: _lengths
+        while x >= count: x = bits(cbits)
+        (a, ma, ka), (b, mb, kb) = flt(L), flt(first + x)
         if swap and rand() < 0.5: a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
         if distinct and a == b: continue
         k = ka if ka >= kb else kb                                     # the common scale of a and b
-        if ordered and ma * 10 ** (k - ka) < mb * 10 ** (k - kb): a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
-        if (a, b) in seen: continue
-        seen.add((a, b))
-        if gold is not None: ans = gold(ma, ka, mb, kb, k)
+        x, y = ma * P[k - ka], mb * P[k - kb]
+        if ordered and x < y: a, b, x, y = b, a, y, x
+        key = a, b
+        if key in seen: continue
+        seen.add(key)
+        if kind == 'add': ans = format_decimal(x + y, k)
+        elif kind == 'sub': ans = format_decimal(x - y, k)
+        elif kind == 'multiply': ans = format_decimal(ma * mb, ka + kb)
         elif digitwise is not None: ans = digitwise(a, b)
-        else:                                                          # max, min: one of the two, verbatim
-            x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
-            ans = a if (x >= y if kind == 'max' else x <= y) else b
+        else: ans = a if (x >= y if kind == 'max' else x <= y) else b  # max, min: one of the two, verbatim
         out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
