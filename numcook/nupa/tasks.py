@@ -681,6 +681,23 @@ def _int_span(L:int) -> tuple[int, int, int]:
     lo, m = (0, 10) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
     return lo, m, m.bit_length()
 
+def _pair_rules(kind:str) -> tuple[bool, bool, bool, bool]:
+    "A two-integer task's rules on a drawn pair: (swapped at random, a == b rejected, larger first, b == 0 rejected)."
+    return (kind in ('add', 'multiply', 'max', 'min') or kind in _DIGIT_OPS, kind in ('max', 'min', 'sub'), kind == 'sub',
+            kind in ('truediv', 'floordiv', 'mod'))
+
+@functools.lru_cache(maxsize=None)
+def _int_pair_space(kind:str, variant:str|None, L:int, n:int) -> int:
+    """How many distinct pairs `_int_pair_lines` can keep at length L, counted by listing them where a and b have at
+    most 2n combinations (the shortest lengths); else 0 (not counted)."""
+    first, count = _length_range(L, _rule(kind, variant))
+    (alo, am, _), (blo, _, _), (clo, cm, _) = _int_span(L), _int_span(first), _int_span(first + count - 1)
+    if am * (clo + cm - blo) > 2 * n: return 0
+    A, B = range(alo, alo + am), range(blo, clo + cm)
+    swap, distinct, ordered, divides = _pair_rules(kind)
+    return len({(y, x) if ordered and x < y else (x, y) for a in A for b in B if not (divides and b == 0)
+                for x, y in ((a, b), (b, a))[:1 + swap] if not (distinct and x == y)})
+
 def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     """`task_lines` of a task on two random integers (arithmetic, max, min, digit-wise ops): the loop
     of `_draws` with the sampler's draws written out and the operands kept as ints (the same stream, the same items)."""
@@ -688,17 +705,17 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     bits, rand, op = r.getrandbits, r.random, _INT_OPS.get(kind)
     if op is None: dw = _gold_fn(kind, 'integer'); op = lambda a, b: dw(str(a), str(b))   # the digit-wise ops
     first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
-    spans = [_int_span(l) if l >= first else None for l in range(first + count)]
+    spans = [_int_span(l) for l in range(first, first + count)]
     alo, am, abits = _int_span(L)
-    swap = kind in ('add', 'multiply', 'max', 'min') or kind in _DIGIT_OPS
-    distinct, ordered, divides, truediv = kind in ('max', 'min', 'sub'), kind == 'sub', kind in ('truediv', 'floordiv', 'mod'), kind == 'truediv'
+    swap, distinct, ordered, divides = _pair_rules(kind)
+    truediv, full = kind == 'truediv', _int_pair_space(kind, t.variant, L, n)
     p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         x = bits(cbits)                                                # the shorter length: _lengths
         while x >= count: x = bits(cbits)
-        lo, m, k = spans[first + x]
+        lo, m, k = spans[x]
         x = bits(abits)                                                # a = _int(r, L)
         while x >= am: x = bits(abits)
         a = alo + x
@@ -709,8 +726,11 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
         if swap and rand() < 0.5: a, b = b, a
         if distinct and a == b: continue
         if ordered and a < b: a, b = b, a
-        if (a, b) in seen: continue
-        seen.add((a, b))
+        key = a, b
+        if key in seen:
+            if len(seen) == full: break                                # every pair drawn: the loop would only idle
+            continue
+        seen.add(key)
         if truediv and a == 0: continue                                # (the check on truediv's answer: not 0/b)
         out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{op(a, b)}{p6}'); idle = 0
     return '\n'.join(out)
