@@ -306,17 +306,20 @@ def _fraction(r:random.Random, L:int, proper:bool=False) -> str:
     n, d = _coprime_pair(r, L, proper); return f"{n}/{d}"
 
 @functools.lru_cache(maxsize=None)
+def _denominators(L:int) -> tuple[tuple[int, int, int], ...]:
+    """All `(d, m, k)` with d = 2**i * 5**j >= 2 of exactly `L` digits, ascending: k = max(i, j) is the number of
+    decimal places of 1/d and m = 10**k // d (a power of 5 or of 2), so n/d = n*m / 10**k."""
+    lo, hi, out, p5, j = max(2, 10 ** (L - 1)), 10 ** L, [], 1, 0
+    while p5 < hi:                                                    # d = p5 << i, lo <= d < hi for i in [i0, i1)
+        i0, i1 = ((lo - 1) // p5).bit_length(), ((hi - 1) // p5).bit_length()
+        out += [(p5 << i, 5 ** (i - j) if i >= j else 1 << (j - i), i if i >= j else j) for i in range(i0, i1)]
+        p5 *= 5; j += 1
+    return tuple(sorted(out))
+
+@functools.lru_cache(maxsize=None)
 def _two_five(L:int) -> tuple[int, ...]:
     "All numbers 2**i * 5**j (>= 2) with exactly `L` digits, ascending."
-    lo, hi, out, p5 = 10 ** (L - 1), 10 ** L, [], 1
-    while p5 < hi:
-        v = p5 << max(0, (lo // p5).bit_length() - 1)  # jump close to lo, then double into [lo, hi)
-        while v < lo: v *= 2
-        while v < hi:
-            if v >= 2: out.append(v)
-            v *= 2
-        p5 *= 5
-    return tuple(sorted(out))
+    return tuple(d for d, _, _ in _denominators(L))
 
 def _decimal_fraction(r:random.Random, L:int) -> str:
     "An irreducible fraction of length `L` whose denominator has only the prime factors 2 and 5."
@@ -781,49 +784,45 @@ def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
         out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
-def _places(d:int) -> int:
-    "The decimal places of 1/d for d = 2**i * 5**j: max(i, j), the least k with 10**k % d == 0."
-    i = (d & -d).bit_length() - 1; d >>= i; j = 0
-    while d % 5 == 0: d //= 5; j += 1
-    return max(i, j)
-
 @functools.lru_cache(maxsize=None)
-def _two_five_places(L:int) -> dict[int, int]:
-    "Each denominator of `_two_five(L)` with its decimal places."
-    return {d: _places(d) for d in _two_five(L)}
-
-@functools.lru_cache(maxsize=None)
-def _to_float_tables(L:int) -> tuple[list, list, dict]:
-    "For lengths up to L: the numerators' spans, the denominators `(_two_five(l), count, bits)` and each denominator's places."
-    dens = [None] + [(ds, len(ds), len(ds).bit_length()) for ds in map(_two_five, range(1, L + 1))]
-    return ([None] + [_nonzero_span(l) for l in range(1, L + 1)], dens,
-            {d: k for l in range(1, L + 1) for d, k in _two_five_places(l).items()})
+def _to_float_space(L:int, n:int) -> int:
+    """How many distinct fractions `_to_float_fraction_lines` can keep at length L, counted where there are at most
+    2n candidates (numerator, denominator) to list; else 0 (not counted)."""
+    if 9 * 10 ** (L - 1) * len(_two_five(L)) > 2 * n: return 0                  # (the quick answer for longer numbers)
+    shapes = {(x, L) for x in range(1, L + 1)} | {(L, x) for x in range(1, L + 1)}   # (numerator, denominator) lengths
+    if sum(_nonzero_span(nl)[1] * len(_two_five(dl)) for nl, dl in shapes) > 2 * n: return 0
+    return sum(math.gcd(a, d) == 1 for nl, dl in shapes for d in _two_five(dl)
+               for a in range(_nonzero_span(nl)[0], sum(_nonzero_span(nl)[:2])))
 
 def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
     r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
-    rand, bits, spans, dens, places = r.random, r.getrandbits, *_to_float_tables(L)
-    lk = L.bit_length()
+    rand, bits, full, lk = r.random, r.getrandbits, _to_float_space(L, n), L.bit_length()
+    dens = [None] + [(len(ds), len(ds).bit_length(), ds) for ds in map(_denominators, range(1, L + 1))]
+    shapes = ([_nonzero_span(L) + dens[1 + x] for x in range(L)],      # by the coin: the numerator's span and the
+              [_nonzero_span(1 + x) + dens[L] for x in range(L)])      # denominators, by the other part's length
     p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         while True:
-            half, x = rand() < 0.5, bits(lk)                           # the other part's length: 1 + _below(r, L)
+            shape = shapes[rand() < 0.5]; x = bits(lk)                 # the other part's length: 1 + _below(r, L)
             while x >= L: x = bits(lk)
-            nl, dl = (1 + x, L) if half else (L, 1 + x)
-            ds, c, ck = dens[dl]; x = bits(ck)                         # the denominator: one of _two_five(dl)
+            lo, m, nk, c, ck, dks = shape[x]
+            x = bits(ck)                                               # the denominator: one of _two_five(dl)
             while x >= c: x = bits(ck)
-            d = ds[x]
-            lo, m, k = spans[nl]; x = bits(k)
-            while x >= m: x = bits(k)
+            d, mult, k = dks[x]
+            x = bits(nk)                                               # the numerator: _int(r, nl, True)
+            while x >= m: x = bits(nk)
             num = lo + x
             if gcd(num, d) == 1: break
-        if (num, d) in seen: continue
-        seen.add((num, d))
-        k = places[d]
-        a = '%d/%d' % (num, d)
-        out.append(f'{p0}{len(out)}{p1}{a}{p2}{p3}{a}{p4}{p5}{format_decimal(num * (10 ** k // d), k)}{p6}'); idle = 0   # (no b)
+        key = num, d
+        if key in seen:
+            if len(seen) == full: break                                # every fraction drawn: the loop would only idle
+            continue
+        seen.add(key)
+        a, s = f'{num}/{d}', str(num * mult)                           # the answer, num/d, has exactly k decimal places
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{p3}{a}{p4}{p5}{s[:-k] or 0}.{s[-k:].zfill(k)}{p6}'); idle = 0   # (no b)
     return '\n'.join(out)
 
 _POW10 = [1]
