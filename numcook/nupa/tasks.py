@@ -743,44 +743,55 @@ def _nonzero_span(L:int) -> tuple[int, int, int]:
     lo, m = (1, 9) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
     return lo, m, m.bit_length()
 
+@functools.lru_cache(maxsize=None)
+def _fraction_shapes(l:int) -> tuple[list, list]:
+    """`_coprime_pair`'s two shapes at length l, each a list by the other part's length (x + 1): the numerator's and the
+    denominator's `_nonzero_span`s, for (x + 1)/l digits and for l/(x + 1) digits."""
+    return ([_nonzero_span(1 + x) + _nonzero_span(l) for x in range(l)],
+            [_nonzero_span(l) + _nonzero_span(1 + x) for x in range(l)])
+
 def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tuple[int, int]]:
     "`_coprime_pair(r, l, proper)` for l <= L with its draws written out: `l -> (n, d)`."
     bits, rand, gcd = r.getrandbits, r.random, math.gcd
-    spans = [None] + [_nonzero_span(l) for l in range(1, L + 1)]
     def draw(l):
+        lk, (short_n, short_d) = l.bit_length(), _fraction_shapes(l)
         while True:
-            if proper or rand() < 0.5: nl, dl = 1 + _below(r, l), l
-            else: nl, dl = l, 1 + _below(r, l)
-            lo, m, k = spans[nl]; x = bits(k)
+            shape = short_n if proper or rand() < 0.5 else short_d     # which part is shorter
+            x = bits(lk)                                               # its length: 1 + _below(r, l)
+            while x >= l: x = bits(lk)
+            lo, m, k, dlo, dm, dk = shape[x]
+            x = bits(k)                                                # the numerator: _int(r, nl, True)
             while x >= m: x = bits(k)
             num = lo + x
-            lo, m, k = spans[dl]; x = bits(k)
-            while x >= m: x = bits(k)
-            den = lo + x
+            x = bits(dk)                                               # the denominator: _int(r, dl, True)
+            while x >= dm: x = bits(dk)
+            den = dlo + x
             if den >= 2 and gcd(num, den) == 1 and (not proper or num < den): return num, den
     return draw
 
 def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
-    rand, gold = r.random, _FRACTION_GOLD[kind]
+    bits, rand, gold = r.getrandbits, r.random, _FRACTION_GOLD[kind]
     frac = _fraction_drawer(r, L, proper=t.variant == 'hard' and kind in ('max', 'min'))
-    first, count = _length_range(L, _rule(kind, t.variant))
+    first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     swap, distinct, pick = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind in ('max', 'min')
     p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
-        l = first + _below(r, count)
-        ab = frac(L) + frac(l)                                         # (na, da, nb, db)
+        x = bits(cbits)                                                # the shorter length: _lengths
+        while x >= count: x = bits(cbits)
+        ab = frac(L) + frac(first + x)                                 # (na, da, nb, db)
         if swap and rand() < 0.5: ab = ab[2:] + ab[:2]
         if distinct and ab[:2] == ab[2:]: continue
         if kind == 'sub' and ab[0] * ab[3] < ab[2] * ab[1]: ab = ab[2:] + ab[:2]   # the larger first
         if ab in seen: continue
         seen.add(ab)
-        a, b, ans = '%d/%d' % ab[:2], '%d/%d' % ab[2:], gold(*ab)
+        na, da, nb, db = ab
+        a, b, ans = f'{na}/{da}', f'{nb}/{db}', gold(na, da, nb, db)
         if pick: ans = a if ans else b
-        elif kind == 'truediv' and ab[0] == 0: continue                # (the check on truediv's answer: not 0/b)
+        elif kind == 'truediv' and na == 0: continue                   # (the check on truediv's answer: not 0/b)
         out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
