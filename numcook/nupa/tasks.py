@@ -679,6 +679,7 @@ def to_dataframe(records:Iterable[dict]):
 _INT_OPS = {'add': operator.add, 'sub': operator.sub, 'multiply': operator.mul, 'floordiv': operator.floordiv,
             'mod': operator.mod, 'max': max, 'min': min, 'truediv': _lowest}
 
+@functools.lru_cache(maxsize=None)
 def _int_span(L:int) -> tuple[int, int, int]:
     "`_int(r, L)` as `(lo, m, bits)`: the integer is `lo + x`, x drawn as `_below(r, m)` draws it (`bits` = m's bit length)."
     lo, m = (0, 10) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
@@ -738,6 +739,7 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
         out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{op(a, b)}{p6}'); idle = 0
     return '\n'.join(out)
 
+@functools.lru_cache(maxsize=None)
 def _nonzero_span(L:int) -> tuple[int, int, int]:
     "`_int(r, L, nonzero=True)` as `(lo, m, bits)`, like `_int_span`."
     lo, m = (1, 9) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
@@ -796,22 +798,25 @@ def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     return '\n'.join(out)
 
 @functools.lru_cache(maxsize=None)
+def _to_float_shapes(L:int) -> tuple[list, list]:
+    """`_decimal_fraction`'s draws at length L, by the coin: for the denominator and for the numerator shorter, a list
+    by its length (x + 1) of the numerator's span and the denominators (count, bits, `_denominators`)."""
+    dens = [(len(ds), len(ds).bit_length(), ds) for ds in map(_denominators, range(1, L + 1))]
+    return [_nonzero_span(L) + d for d in dens], [_nonzero_span(1 + x) + dens[-1] for x in range(L)]
+
+@functools.lru_cache(maxsize=None)
 def _to_float_space(L:int, n:int) -> int:
-    """How many distinct fractions `_to_float_fraction_lines` can keep at length L, counted where there are at most
-    2n candidates (numerator, denominator) to list; else 0 (not counted)."""
-    if 9 * 10 ** (L - 1) * len(_two_five(L)) > 2 * n: return 0                  # (the quick answer for longer numbers)
-    shapes = {(x, L) for x in range(1, L + 1)} | {(L, x) for x in range(1, L + 1)}   # (numerator, denominator) lengths
-    if sum(_nonzero_span(nl)[1] * len(_two_five(dl)) for nl, dl in shapes) > 2 * n: return 0
-    return sum(math.gcd(a, d) == 1 for nl, dl in shapes for d in _two_five(dl)
-               for a in range(_nonzero_span(nl)[0], sum(_nonzero_span(nl)[:2])))
+    """How many distinct fractions `_to_float_fraction_lines` can keep at length L, counted by listing the candidates
+    (numerator, denominator) where there are at most 2n of them; else 0 (not counted)."""
+    by_den, by_num = _to_float_shapes(L)
+    shapes = by_den + by_num[:-1]                                      # (the last of each: both parts of L digits)
+    if sum(m * c for _, m, _, c, _, _ in shapes) > 2 * n: return 0
+    return sum(math.gcd(a, d) == 1 for lo, m, _, _, _, dks in shapes for d, _, _ in dks for a in range(lo, lo + m))
 
 def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
     r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
-    rand, bits, full, lk = r.random, r.getrandbits, _to_float_space(L, n), L.bit_length()
-    dens = [None] + [(len(ds), len(ds).bit_length(), ds) for ds in map(_denominators, range(1, L + 1))]
-    shapes = ([_nonzero_span(L) + dens[1 + x] for x in range(L)],      # by the coin: the numerator's span and the
-              [_nonzero_span(1 + x) + dens[L] for x in range(L)])      # denominators, by the other part's length
+    rand, bits, full, lk, shapes = r.random, r.getrandbits, _to_float_space(L, n), L.bit_length(), _to_float_shapes(L)
     p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
