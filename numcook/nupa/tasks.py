@@ -594,8 +594,12 @@ def _line_parts(t:Task, length:int, seed:int) -> tuple[str, ...]:
     """One item's JSON line cut where its strings vary: the line is the seven pieces with `i, a, b, a, b, answer`
     between them (b = '' for one-number tasks), exactly `json.dumps(item, ensure_ascii=False)`."""
     start, fields, (p2, p3, p4, p5) = _line_text(t)
-    return (f'{start}{length}-', f'{fields}{int(length)}, "a": "', p2, p3, p4, p5 + '", "answer": "',
-            f'", "seed": {json.dumps(seed)}}}')
+    return f'{start}{length}-', f'{fields}{int(length)}, "a": "', p2, p3, p4, p5 + '", "answer": "', _line_end(seed)
+
+@functools.lru_cache(maxsize=None)
+def _line_end(seed:int) -> str:
+    "The end of every line made with `seed` (the same for every task and length: json.dumps runs once per seed)."
+    return f'", "seed": {json.dumps(seed)}}}'
 
 def task_lines(task:str|Task, length:int, n:int=1000, seed:int=0) -> str:
     "`generate_task`'s items as JSON lines (joined by newlines), each exactly `json.dumps(item, ensure_ascii=False)`."
