@@ -306,20 +306,22 @@ def _fraction(r:random.Random, L:int, proper:bool=False) -> str:
     n, d = _coprime_pair(r, L, proper); return f"{n}/{d}"
 
 @functools.lru_cache(maxsize=None)
-def _denominators(L:int) -> tuple[tuple[int, int, int], ...]:
-    """All `(d, m, k)` with d = 2**i * 5**j >= 2 of exactly `L` digits, ascending: k = max(i, j) is the number of
-    decimal places of 1/d and m = 10**k // d (a power of 5 or of 2), so n/d = n*m / 10**k."""
+def _denominators(L:int) -> tuple[tuple[int, int, int, int], ...]:
+    """All `(d, m, k, r)` with d = 2**i * 5**j >= 2 of exactly `L` digits, ascending: k = max(i, j) is the number of
+    decimal places of 1/d and m = 10**k // d (a power of 5 or of 2), so n/d = n*m / 10**k; r = gcd(d, 10), d's primes
+    multiplied, so n/d is irreducible when gcd(n, r) == 1 (a gcd of small numbers, where d may have 20 digits)."""
     lo, hi, out, p5, j = max(2, 10 ** (L - 1)), 10 ** L, [], 1, 0
     while p5 < hi:                                                    # d = p5 << i, lo <= d < hi for i in [i0, i1)
-        i0, i1 = ((lo - 1) // p5).bit_length(), ((hi - 1) // p5).bit_length()
-        out += [(p5 << i, 5 ** (i - j) if i >= j else 1 << (j - i), i if i >= j else j) for i in range(i0, i1)]
+        i0, i1, f = ((lo - 1) // p5).bit_length(), ((hi - 1) // p5).bit_length(), 5 if j else 1
+        out += [(p5 << i, 5 ** (i - j) if i >= j else 1 << (j - i), i if i >= j else j, 2 * f if i else f)
+                for i in range(i0, i1)]
         p5 *= 5; j += 1
     return tuple(sorted(out))
 
 @functools.lru_cache(maxsize=None)
 def _two_five(L:int) -> tuple[int, ...]:
     "All numbers 2**i * 5**j (>= 2) with exactly `L` digits, ascending."
-    return tuple(d for d, _, _ in _denominators(L))
+    return tuple(d for d, *_ in _denominators(L))
 
 def _decimal_fraction(r:random.Random, L:int) -> str:
     "An irreducible fraction of length `L` whose denominator has only the prime factors 2 and 5."
@@ -815,7 +817,7 @@ def _to_float_space(L:int, n:int) -> int:
     by_den, by_num = _to_float_shapes(L)
     shapes = by_den + by_num[:-1]                                      # (the last of each: both parts of L digits)
     if sum(m * c for _, m, _, c, _, _ in shapes) > 2 * n: return 0
-    return sum(math.gcd(a, d) == 1 for lo, m, _, _, _, dks in shapes for d, _, _ in dks for a in range(lo, lo + m))
+    return sum(math.gcd(a, d) == 1 for lo, m, _, _, _, dks in shapes for d, *_ in dks for a in range(lo, lo + m))
 
 def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
@@ -831,11 +833,11 @@ def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str
             lo, m, nk, c, ck, dks = shape[x]
             x = bits(ck)                                               # the denominator: one of _two_five(dl)
             while x >= c: x = bits(ck)
-            d, mult, k = dks[x]
+            d, mult, k, primes = dks[x]
             x = bits(nk)                                               # the numerator: _int(r, nl, True)
             while x >= m: x = bits(nk)
             num = lo + x
-            if gcd(num, d) == 1: break
+            if gcd(num, primes) == 1: break                           # (gcd(num, d) == 1)
         key = num, d
         if key in seen:
             if len(seen) == full: break                                # every fraction drawn: the loop would only idle
