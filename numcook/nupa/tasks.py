@@ -306,17 +306,22 @@ def _fraction(r:random.Random, L:int, proper:bool=False) -> str:
     n, d = _coprime_pair(r, L, proper); return f"{n}/{d}"
 
 @functools.lru_cache(maxsize=None)
+def _denominators(L:int) -> tuple[tuple[int, int, int, int], ...]:
+    """All `(d, m, k, r)` with d = 2**i * 5**j >= 2 of exactly `L` digits, ascending: k = max(i, j) is the number of
+    decimal places of 1/d and m = 10**k // d (a power of 5 or of 2), so n/d = n*m / 10**k; r = gcd(d, 10), d's primes
+    multiplied, so n/d is irreducible when gcd(n, r) == 1 (a gcd of small numbers, where d may have 20 digits)."""
+    lo, hi, out, p5, j = max(2, 10 ** (L - 1)), 10 ** L, [], 1, 0
+    while p5 < hi:                                                    # d = p5 << i, lo <= d < hi for i in [i0, i1)
+        i0, i1, f = ((lo - 1) // p5).bit_length(), ((hi - 1) // p5).bit_length(), 5 if j else 1
+        out += [(p5 << i, 5 ** (i - j) if i >= j else 1 << (j - i), i if i >= j else j, 2 * f if i else f)
+                for i in range(i0, i1)]
+        p5 *= 5; j += 1
+    return tuple(sorted(out))
+
+@functools.lru_cache(maxsize=None)
 def _two_five(L:int) -> tuple[int, ...]:
     "All numbers 2**i * 5**j (>= 2) with exactly `L` digits, ascending."
-    lo, hi, out, p5 = 10 ** (L - 1), 10 ** L, [], 1
-    while p5 < hi:
-        v = p5 << max(0, (lo // p5).bit_length() - 1)  # jump close to lo, then double into [lo, hi)
-        while v < lo: v *= 2
-        while v < hi:
-            if v >= 2: out.append(v)
-            v *= 2
-        p5 *= 5
-    return tuple(sorted(out))
+    return tuple(d for d, *_ in _denominators(L))
 
 def _decimal_fraction(r:random.Random, L:int) -> str:
     "An irreducible fraction of length `L` whose denominator has only the prime factors 2 and 5."
@@ -517,7 +522,9 @@ def _normalize(name:str) -> str:
 def get_task(name:str|Task) -> Task:
     "The task registered as `name` (paper spellings accepted); unknown names get a did-you-mean error."
     if isinstance(name, Task): return name
-    return TASKS.get(_normalize(name)) if _normalize(name) in TASKS else TASKS.get(name)
+    if name in TASKS: return TASKS[name]                             # (a registry name is its own spelling)
+    key = _normalize(name)
+    return TASKS.get(key if key in TASKS else name)
 
 def task_names(spec:str|Iterable[str]|None=None) -> list[str]:
     "Resolve 'all' (every task), 'nupa41' (the paper's 41), a comma list or names to registry names, in registry order."
@@ -570,29 +577,42 @@ def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `
         out.append(rec)
     return out
 
-def _line_format(t:Task, length:int, seed:int) -> str:
-    """One item's JSON line as a %-format of `(i, a, b, a, b, answer)` (one-number tasks: `(i, a, a, answer)`), the
-    fixed text JSON-escaped once: operands and answers are digits, '.', '/' and 'e', which JSON writes as they are."""
-    enc, pct = encode_basestring, lambda s: s.replace('%', '%%')
-    text = lambda s: pct(enc(s)[1:-1])                                # a string's JSON content, without its quotes
+@functools.lru_cache(maxsize=None)
+def _line_text(t:Task) -> tuple[str, str, tuple[str, ...]]:
+    """The fixed text of `t`'s JSON lines, JSON-escaped once (operands and answers are digits, '.', '/' and
+    'e', which JSON writes as they are): the id's start, the fields from "task" to "length" and the five pieces after "a"."""
+    enc = encode_basestring
+    text = lambda s: enc(s)[1:-1]                                     # a string's JSON content, without its quotes
     pre, _, rest = t.question('\0a', '\0b').partition('\0a')          # the prompt around markers for the operands
     qmid, _, post = rest.partition('\0b')
-    one = t.second is None
-    return (pct(f'{{"id": "{t.name}-{length}-') + '%d'
-            + pct(f'", "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
-                  f'"variant": {enc(t.variant) if t.variant else "null"}, "length": {int(length)}, "a": "') + '%s"'
-            + ('' if one else ', "b": "%s"') + ', "question": "' + text(pre) + '%s'
-            + (text(rest) if one else text(qmid) + '%s' + text(post))
-            + '", "answer": "%s", "seed": ' + pct(json.dumps(seed)) + '}')
+    fields = (f'", "task": {enc(t.name)}, "kind": {enc(t.kind)}, "representation": {enc(t.representation)}, '
+              f'"variant": {enc(t.variant) if t.variant else "null"}, "length": ')
+    question = '", "question": "' + text(pre)
+    after = (('', question, '', text(rest)) if t.second is None       # one number: no "b", and '' where b would go
+             else ('", "b": "', question, text(qmid), text(post)))
+    return f'{{"id": "{t.name}-', fields, after
+
+def _line_parts(t:Task, length:int, seed:int) -> tuple[str, ...]:
+    """One item's JSON line cut where its strings vary: the line is the seven pieces with `i, a, b, a, b, answer`
+    between them (b = '' for one-number tasks), exactly `json.dumps(item, ensure_ascii=False)`."""
+    start, fields, (p2, p3, p4, p5) = _line_text(t)
+    return f'{start}{length}-', f'{fields}{int(length)}, "a": "', p2, p3, p4, p5 + '", "answer": "', _line_end(seed)
+
+@functools.lru_cache(maxsize=None)
+def _line_end(seed:int) -> str:
+    "The end of every line made with `seed` (the same for every task and length: json.dumps runs once per seed)."
+    return f'", "seed": {json.dumps(seed)}}}'
 
 def task_lines(task:str|Task, length:int, n:int=1000, seed:int=0) -> str:
     "`generate_task`'s items as JSON lines (joined by newlines), each exactly `json.dumps(item, ensure_ascii=False)`."
     t = get_task(task)
-    fmt, fast = _line_format(t, length, seed), _fast_lines(t)
-    if fast is not None: return fast(t, _check_length(length), n, seed, fmt)
-    draws = _draws(t, length, n, seed)
-    if t.second is None: return '\n'.join([fmt % (i, a, a, ans) for i, (a, _, ans) in enumerate(draws)])
-    return '\n'.join([fmt % (i, a, b, a, b, ans) for i, (a, b, ans) in enumerate(draws)])
+    parts, fast = _line_parts(t, length, seed), _fast_lines(t)
+    if fast is not None: return fast(t, _check_length(length), n, seed, parts)
+    (p0, p1, p2, p3, p4, p5, p6), lines = parts, []
+    for a, b, ans in _draws(t, length, n, seed):
+        b = b or ''                                                    # (one-number tasks: no b)
+        lines.append(f'{p0}{len(lines)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}')
+    return '\n'.join(lines)
 
 def _check_n(n) -> int:
     try: n = int(n)
@@ -665,28 +685,47 @@ def to_dataframe(records:Iterable[dict]):
 _INT_OPS = {'add': operator.add, 'sub': operator.sub, 'multiply': operator.mul, 'floordiv': operator.floordiv,
             'mod': operator.mod, 'max': max, 'min': min, 'truediv': _lowest}
 
+@functools.lru_cache(maxsize=None)
 def _int_span(L:int) -> tuple[int, int, int]:
     "`_int(r, L)` as `(lo, m, bits)`: the integer is `lo + x`, x drawn as `_below(r, m)` draws it (`bits` = m's bit length)."
     lo, m = (0, 10) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
     return lo, m, m.bit_length()
 
-def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _pair_rules(kind:str) -> tuple[bool, bool, bool, bool]:
+    "A two-integer task's rules on a drawn pair: (swapped at random, a == b rejected, larger first, b == 0 rejected)."
+    return (kind in ('add', 'multiply', 'max', 'min') or kind in _DIGIT_OPS, kind in ('max', 'min', 'sub'), kind == 'sub',
+            kind in ('truediv', 'floordiv', 'mod'))
+
+@functools.lru_cache(maxsize=None)
+def _int_pair_space(kind:str, variant:str|None, L:int, n:int) -> int:
+    """How many distinct pairs `_int_pair_lines` can keep at length L, counted by listing them where a and b have at
+    most 2n combinations (the shortest lengths); else 0 (not counted)."""
+    first, count = _length_range(L, _rule(kind, variant))
+    (alo, am, _), (blo, _, _), (clo, cm, _) = _int_span(L), _int_span(first), _int_span(first + count - 1)
+    if am * (clo + cm - blo) > 2 * n: return 0
+    A, B = range(alo, alo + am), range(blo, clo + cm)
+    swap, distinct, ordered, divides = _pair_rules(kind)
+    return len({(y, x) if ordered and x < y else (x, y) for a in A for b in B if not (divides and b == 0)
+                for x, y in ((a, b), (b, a))[:1 + swap] if not (distinct and x == y)})
+
+def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     """`task_lines` of a task on two random integers (arithmetic, max, min, digit-wise ops): the loop
     of `_draws` with the sampler's draws written out and the operands kept as ints (the same stream, the same items)."""
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     bits, rand, op = r.getrandbits, r.random, _INT_OPS.get(kind)
     if op is None: dw = _gold_fn(kind, 'integer'); op = lambda a, b: dw(str(a), str(b))   # the digit-wise ops
     first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
-    spans = [_int_span(l) if l >= first else None for l in range(first + count)]
+    spans = [_int_span(l) for l in range(first, first + count)]
     alo, am, abits = _int_span(L)
-    swap = kind in ('add', 'multiply', 'max', 'min') or kind in _DIGIT_OPS
-    distinct, ordered, divides, truediv = kind in ('max', 'min', 'sub'), kind == 'sub', kind in ('truediv', 'floordiv', 'mod'), kind == 'truediv'
+    swap, distinct, ordered, divides = _pair_rules(kind)
+    truediv, full = kind == 'truediv', _int_pair_space(kind, t.variant, L, n)
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         x = bits(cbits)                                                # the shorter length: _lengths
         while x >= count: x = bits(cbits)
-        lo, m, k = spans[first + x]
+        lo, m, k = spans[x]
         x = bits(abits)                                                # a = _int(r, L)
         while x >= am: x = bits(abits)
         a = alo + x
@@ -697,155 +736,186 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         if swap and rand() < 0.5: a, b = b, a
         if distinct and a == b: continue
         if ordered and a < b: a, b = b, a
-        if (a, b) in seen: continue
-        seen.add((a, b))
+        key = a, b
+        if key in seen:
+            if len(seen) == full: break                                # every pair drawn: the loop would only idle
+            continue
+        seen.add(key)
         if truediv and a == 0: continue                                # (the check on truediv's answer: not 0/b)
-        out.append(fmt % (len(out), a, b, a, b, op(a, b))); idle = 0
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{op(a, b)}{p6}'); idle = 0
     return '\n'.join(out)
 
+@functools.lru_cache(maxsize=None)
 def _nonzero_span(L:int) -> tuple[int, int, int]:
     "`_int(r, L, nonzero=True)` as `(lo, m, bits)`, like `_int_span`."
     lo, m = (1, 9) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
     return lo, m, m.bit_length()
 
+@functools.lru_cache(maxsize=None)
+def _fraction_shapes(l:int) -> tuple[list, list]:
+    """`_coprime_pair`'s two shapes at length l, each a list by the other part's length (x + 1): the numerator's and the
+    denominator's `_nonzero_span`s, for (x + 1)/l digits and for l/(x + 1) digits."""
+    return ([_nonzero_span(1 + x) + _nonzero_span(l) for x in range(l)],
+            [_nonzero_span(l) + _nonzero_span(1 + x) for x in range(l)])
+
 def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tuple[int, int]]:
     "`_coprime_pair(r, l, proper)` for l <= L with its draws written out: `l -> (n, d)`."
     bits, rand, gcd = r.getrandbits, r.random, math.gcd
-    spans = [None] + [_nonzero_span(l) for l in range(1, L + 1)]
     def draw(l):
+        lk, (short_n, short_d) = l.bit_length(), _fraction_shapes(l)
         while True:
-            if proper or rand() < 0.5: nl, dl = 1 + _below(r, l), l
-            else: nl, dl = l, 1 + _below(r, l)
-            lo, m, k = spans[nl]; x = bits(k)
+            shape = short_n if proper or rand() < 0.5 else short_d     # which part is shorter
+            x = bits(lk)                                               # its length: 1 + _below(r, l)
+            while x >= l: x = bits(lk)
+            lo, m, k, dlo, dm, dk = shape[x]
+            x = bits(k)                                                # the numerator: _int(r, nl, True)
             while x >= m: x = bits(k)
             num = lo + x
-            lo, m, k = spans[dl]; x = bits(k)
-            while x >= m: x = bits(k)
-            den = lo + x
+            x = bits(dk)                                               # the denominator: _int(r, dl, True)
+            while x >= dm: x = bits(dk)
+            den = dlo + x
             if den >= 2 and gcd(num, den) == 1 and (not proper or num < den): return num, den
     return draw
 
-def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
-    rand, gold = r.random, _FRACTION_GOLD[kind]
+    bits, rand, gold = r.getrandbits, r.random, _FRACTION_GOLD[kind]
     frac = _fraction_drawer(r, L, proper=t.variant == 'hard' and kind in ('max', 'min'))
-    first, count = _length_range(L, _rule(kind, t.variant))
+    first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     swap, distinct, pick = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind in ('max', 'min')
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
-        l = first + _below(r, count)
-        ab = frac(L) + frac(l)                                         # (na, da, nb, db)
+        x = bits(cbits)                                                # the shorter length: _lengths
+        while x >= count: x = bits(cbits)
+        ab = frac(L) + frac(first + x)                                 # (na, da, nb, db)
         if swap and rand() < 0.5: ab = ab[2:] + ab[:2]
         if distinct and ab[:2] == ab[2:]: continue
         if kind == 'sub' and ab[0] * ab[3] < ab[2] * ab[1]: ab = ab[2:] + ab[:2]   # the larger first
         if ab in seen: continue
         seen.add(ab)
-        a, b, ans = '%d/%d' % ab[:2], '%d/%d' % ab[2:], gold(*ab)
+        na, da, nb, db = ab
+        a, b, ans = f'{na}/{da}', f'{nb}/{db}', gold(na, da, nb, db)
         if pick: ans = a if ans else b
-        elif kind == 'truediv' and ab[0] == 0: continue                # (the check on truediv's answer: not 0/b)
-        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+        elif kind == 'truediv' and na == 0: continue                   # (the check on truediv's answer: not 0/b)
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
-def _places(d:int) -> int:
-    "The decimal places of 1/d for d = 2**i * 5**j: max(i, j), the least k with 10**k % d == 0."
-    i = (d & -d).bit_length() - 1; d >>= i; j = 0
-    while d % 5 == 0: d //= 5; j += 1
-    return max(i, j)
+@functools.lru_cache(maxsize=None)
+def _to_float_shapes(L:int) -> tuple[list, list]:
+    """`_decimal_fraction`'s draws at length L, by the coin: for the denominator and for the numerator shorter, a list
+    by its length (x + 1) of the numerator's span and the denominators (count, bits, `_denominators`)."""
+    dens = [(len(ds), len(ds).bit_length(), ds) for ds in map(_denominators, range(1, L + 1))]
+    return [_nonzero_span(L) + d for d in dens], [_nonzero_span(1 + x) + dens[-1] for x in range(L)]
 
 @functools.lru_cache(maxsize=None)
-def _two_five_places(L:int) -> dict[int, int]:
-    "Each denominator of `_two_five(L)` with its decimal places."
-    return {d: _places(d) for d in _two_five(L)}
+def _to_float_space(L:int, n:int) -> int:
+    """How many distinct fractions `_to_float_fraction_lines` can keep at length L, counted by listing the candidates
+    (numerator, denominator) where there are at most 2n of them; else 0 (not counted)."""
+    by_den, by_num = _to_float_shapes(L)
+    shapes = by_den + by_num[:-1]                                      # (the last of each: both parts of L digits)
+    if sum(m * c for _, m, _, c, _, _ in shapes) > 2 * n: return 0
+    return sum(math.gcd(a, d) == 1 for lo, m, _, _, _, dks in shapes for d, *_ in dks for a in range(lo, lo + m))
 
-@functools.lru_cache(maxsize=None)
-def _to_float_tables(L:int) -> tuple[list, list, dict]:
-    "For lengths up to L: the numerators' spans, the denominators `(_two_five(l), count, bits)` and each denominator's places."
-    dens = [None] + [(ds, len(ds), len(ds).bit_length()) for ds in map(_two_five, range(1, L + 1))]
-    return ([None] + [_nonzero_span(l) for l in range(1, L + 1)], dens,
-            {d: k for l in range(1, L + 1) for d, k in _two_five_places(l).items()})
-
-def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
     r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
-    rand, bits, spans, dens, places = r.random, r.getrandbits, *_to_float_tables(L)
-    lk = L.bit_length()
+    rand, bits, full, lk, shapes = r.random, r.getrandbits, _to_float_space(L, n), L.bit_length(), _to_float_shapes(L)
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         while True:
-            half, x = rand() < 0.5, bits(lk)                           # the other part's length: 1 + _below(r, L)
+            shape = shapes[rand() < 0.5]; x = bits(lk)                 # the other part's length: 1 + _below(r, L)
             while x >= L: x = bits(lk)
-            nl, dl = (1 + x, L) if half else (L, 1 + x)
-            ds, c, ck = dens[dl]; x = bits(ck)                         # the denominator: one of _two_five(dl)
+            lo, m, nk, c, ck, dks = shape[x]
+            x = bits(ck)                                               # the denominator: one of _two_five(dl)
             while x >= c: x = bits(ck)
-            d = ds[x]
-            lo, m, k = spans[nl]; x = bits(k)
-            while x >= m: x = bits(k)
+            d, mult, k, primes = dks[x]
+            x = bits(nk)                                               # the numerator: _int(r, nl, True)
+            while x >= m: x = bits(nk)
             num = lo + x
-            if gcd(num, d) == 1: break
-        if (num, d) in seen: continue
-        seen.add((num, d))
-        k = places[d]
-        a = '%d/%d' % (num, d)
-        out.append(fmt % (len(out), a, a, format_decimal(num * (10 ** k // d), k))); idle = 0
+            if gcd(num, primes) == 1: break                           # (gcd(num, d) == 1)
+        key = num, d
+        if key in seen:
+            if len(seen) == full: break                                # every fraction drawn: the loop would only idle
+            continue
+        seen.add(key)
+        a, s = f'{num}/{d}', str(num * mult)                           # the answer, num/d, has exactly k decimal places
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{p3}{a}{p4}{p5}{s[:-k] or 0}.{s[-k:].zfill(k)}{p6}'); idle = 0   # (no b)
     return '\n'.join(out)
+
+_POW10 = [1]
+
+def _powers(n:int) -> list[int]:
+    "The list `[10**0, 10**1, ...]` with at least `n` entries (one table, grown as needed)."
+    while len(_POW10) < n: _POW10.append(_POW10[-1] * 10)
+    return _POW10
+
+@functools.lru_cache(maxsize=None)
+def _float_shapes(l:int, nonzero:bool) -> tuple[int, list, list]:
+    """`_float`'s draws at length l: the bits of the shorter part's length, then for the decimal part and for the
+    integer part having the l digits, a list by the other's length (x + 1) of the integer part's span, `10**(dl - 1)`
+    with its bits (the decimal part's draw) and dl, the number of decimals."""
+    ints = _nonzero_span if nonzero else _int_span
+    tail = lambda dl: (10 ** (dl - 1), (10 ** (dl - 1)).bit_length(), dl)
+    return l.bit_length(), [ints(1 + x) + tail(l) for x in range(l)], [ints(l) + tail(1 + x) for x in range(l)]
 
 def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int], tuple[str, int, int]]:
     "`_float(r, l, nonzero)` for l <= L with its draws written out: `l -> (text, m, k)`, the value m / 10**k."
-    bits, rand = r.getrandbits, r.random
-    ints = [None] + [(_nonzero_span if nonzero else _int_span)(l) for l in range(1, L + 1)]
-    tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
+    bits, rand, shapes = r.getrandbits, r.random, [None] + [_float_shapes(l, nonzero) for l in range(1, L + 1)]
     def draw(l):
-        half, k = rand() < 0.5, l.bit_length()                         # the other part's length: 1 + _below(r, l)
-        x = bits(k)
+        coin, (k, longer_dec, longer_int) = rand() < 0.5, shapes[l]
+        x = bits(k)                                                    # the other part's length: 1 + _below(r, l)
         while x >= l: x = bits(k)
-        il, dl = (l, 1 + x) if half else (1 + x, l)
-        lo, m, k = ints[il]; x = bits(k)                               # the integer part: _int(r, il)
+        lo, m, k, tm, tk, dl = (longer_int if coin else longer_dec)[x]
+        x = bits(k)                                                    # the integer part: _int(r, its length)
         while x >= m: x = bits(k)
         ip = lo + x
-        m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
-        if dl > 1:
-            x = bits(k)
-            while x >= m: x = bits(k)
-        last = bits(4)                                                 # its last digit: 1 + _below(r, 9)
+        if dl > 1:                                                     # the decimal part: _tail(r, dl)
+            x = bits(tk)
+            while x >= tm: x = bits(tk)
+            last = bits(4)                                             # its last digit: 1 + _below(r, 9)
+            while last >= 9: last = bits(4)
+            return f'{ip}.{str(x).zfill(dl - 1)}{last + 1}', (ip * tm + x) * 10 + last + 1, dl
+        last = bits(4)
         while last >= 9: last = bits(4)
-        last += 1
-        return f'{ip}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}', (ip * m + x) * 10 + last, dl
+        return f'{ip}.{last + 1}', ip * 10 + last + 1, 1
     return draw
 
-_FLOAT_GOLD = {'add': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) + mb * 10 ** (k - kb), k),
-               'sub': lambda ma, ka, mb, kb, k: format_decimal(ma * 10 ** (k - ka) - mb * 10 ** (k - kb), k),
-               'multiply': lambda ma, ka, mb, kb, k: format_decimal(ma * mb, ka + kb)}
-
-def _float_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _float_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two random floats (add, sub, multiply, max, min, digit-wise ops), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
-    rand, flt = r.random, _float_drawer(r, L)
-    first, count = _length_range(L, _rule(kind, t.variant))
-    gold, digitwise = _FLOAT_GOLD.get(kind), _gold_fn(kind, 'float') if kind.startswith('digit_') else None
+    bits, rand, flt, P = r.getrandbits, r.random, _float_drawer(r, L), _powers(L + 1)
+    first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
+    digitwise = _gold_fn(kind, 'float') if kind.startswith('digit_') else None
     swap, distinct, ordered = kind not in ('sub',), kind in ('max', 'min', 'sub'), kind == 'sub'
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
-        l = first + _below(r, count)
-        (a, ma, ka), (b, mb, kb) = flt(L), flt(l)
+        x = bits(cbits)                                                # the shorter length: _lengths
+        while x >= count: x = bits(cbits)
+        (a, ma, ka), (b, mb, kb) = flt(L), flt(first + x)
         if swap and rand() < 0.5: a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
         if distinct and a == b: continue
         k = ka if ka >= kb else kb                                     # the common scale of a and b
-        if ordered and ma * 10 ** (k - ka) < mb * 10 ** (k - kb): a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
-        if (a, b) in seen: continue
-        seen.add((a, b))
-        if gold is not None: ans = gold(ma, ka, mb, kb, k)
+        x, y = ma * P[k - ka], mb * P[k - kb]
+        if ordered and x < y: a, b, x, y = b, a, y, x
+        key = a, b
+        if key in seen: continue
+        seen.add(key)
+        if kind == 'add': ans = format_decimal(x + y, k)
+        elif kind == 'sub': ans = format_decimal(x - y, k)
+        elif kind == 'multiply': ans = format_decimal(ma * mb, ka + kb)
         elif digitwise is not None: ans = digitwise(a, b)
-        else:                                                          # max, min: one of the two, verbatim
-            x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
-            ans = a if (x >= y if kind == 'max' else x <= y) else b
-        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+        else: ans = a if (x >= y if kind == 'max' else x <= y) else b  # max, min: one of the two, verbatim
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
-def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _single_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on one random integer or float (get_digit, length, count, to_scientific, sig_fig), like `_int_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     big = kind in ('to_scientific', 'sig_fig')                         # numbers >= 1
@@ -857,7 +927,7 @@ def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
             return str(lo + x), lo + x, 0
     else:
         flt = _float_drawer(r, L, big); draw = lambda: flt(L)
-    one = t.second is None
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -865,18 +935,18 @@ def _single_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
         if kind == 'get_digit': b = str(_below(r, len(a) - ('.' in a)))
         elif kind == 'count': b = _DIGITS[_below(r, 10)]
         elif kind == 'sig_fig': b = str(2 + _below(r, max(2, len(str(ma))) - 1))
-        else: b = None
+        else: b = ''                                                   # (no second number)
         if (a, b) in seen: continue
         seen.add((a, b))
         if kind == 'get_digit': ans = a.replace('.', '')[int(b)]
         elif kind == 'count': ans = str(a.count(b))
         elif kind == 'length': ans = str(len(a) - ('.' in a))
         else: ans = format_scientific(ma, ka, sig=int(b) if kind == 'sig_fig' else None)
-        out.append(fmt % ((len(out), a, a, ans) if one else (len(out), a, b, a, b, ans))); idle = 0
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
 def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
-    "`_scientific(r, l, lo, hi)` for l <= L with its draws written out: `(l, lo, hi) -> (text, m, k, exponent)` or None, the value m / 10**k."
+    "`_scientific(r, l, lo, hi)` for l <= L with its draws written out: `(l, lo, hi) -> (text, m, k, exponent)` or None, the value m / 10**k (k may be negative)."
     bits, rand = r.getrandbits, r.random
     tails = [None] + [(10 ** (l - 1), (10 ** (l - 1)).bit_length()) for l in range(1, L + 1)]
     def draw(l, lo=0, hi=99):
@@ -887,60 +957,68 @@ def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
         if elo > ehi: return None
         first = bits(4)                                                # the first digit: 1 + _below(r, 9)
         while first >= 9: first = bits(4)
-        first += 1
         m, k = tails[dl]; x = 0                                        # the decimal part: _tail(r, dl)
         if dl > 1:
             x = bits(k)
             while x >= m: x = bits(k)
         last = bits(4)
         while last >= 9: last = bits(4)
-        last += 1
-        e = elo + _below(r, ehi - elo + 1)
-        mant, k = (first * m + x) * 10 + last, dl - e                  # the value mant / 10**k, as `_sci` reads it
-        if k < 0: mant, k = mant * 10 ** -k, 0
-        return f'{first}.{str(x).zfill(dl - 1) if dl > 1 else ""}{last}e{e}', mant, k, e
+        c = ehi - elo + 1; k = c.bit_length()                          # the exponent: elo + _below(r, c)
+        e = bits(k)
+        while e >= c: e = bits(k)
+        e += elo
+        v = ((first + 1) * m + x) * 10 + last + 1; s = str(v)          # the significand's digits, as one integer
+        return f'{s[0]}.{s[1:]}e{e}', v, dl - e, e
     return draw
 
-def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, fmt:str) -> str:
+def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     "`task_lines` of a task on two scientific numbers (add, sub, multiply, max, min and their variants), like `_float_pair_lines`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
-    rand, sci = r.random, _scientific_drawer(r, L)
-    first, count = _length_range(L, _rule(kind, t.variant))
+    bits, rand, sci, P = r.getrandbits, r.random, _scientific_drawer(r, L), _powers(L + 101)
+    first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     hard_cmp, swap = t.variant == 'hard' and kind in ('max', 'min'), kind in ('add', 'multiply', 'max', 'min')
+    near, arith = kind in ('add', 'sub'), kind in ('add', 'sub', 'multiply')
+    p0, p1, p2, p3, p4, p5, p6 = parts
     patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
-        l = first + _below(r, count)
+        x = bits(cbits)                                                # the shorter length: _lengths
+        while x >= count: x = bits(cbits)
         a, ma, ka, ea = sci(L)
-        if hard_cmp and rand() < 0.7: B = sci(l, ea, ea)
-        elif kind in ('add', 'sub'): B = sci(l, max(0, ea - 4), min(99, ea + 4))
-        elif kind == 'multiply': B = sci(l, 0, 99 - ea)
-        else: B = sci(l)
+        if hard_cmp and rand() < 0.7: B = sci(first + x, ea, ea)
+        elif near: B = sci(first + x, ea - 4 if ea > 4 else 0, ea + 4 if ea < 95 else 99)
+        elif kind == 'multiply': B = sci(first + x, 0, 99 - ea)
+        else: B = sci(first + x)
         if B is None: continue
         b, mb, kb, _ = B
         if swap and rand() < 0.5: a, ma, ka, b, mb, kb = b, mb, kb, a, ma, ka
-        if kind in ('max', 'min', 'sub') and a == b: continue
-        k = ka if ka >= kb else kb                                     # the common scale of a and b
-        x, y = ma * 10 ** (k - ka), mb * 10 ** (k - kb)
-        if kind == 'sub' and x < y: a, b, x, y = b, a, y, x            # the larger first
-        if (a, b) in seen: continue
-        seen.add((a, b))
-        if kind == 'add': ans = format_scientific(x + y, k)
-        elif kind == 'sub': ans = format_scientific(x - y, k)
-        elif kind == 'multiply': ans = format_scientific(ma * mb, ka + kb)
-        else: ans = a if (x >= y if kind == 'max' else x <= y) else b   # max, min: one of the two, verbatim
-        if not 0 <= _exp(ans) <= 99: continue                          # (the check on scientific answers)
-        out.append(fmt % (len(out), a, b, a, b, ans)); idle = 0
+        if kind == 'multiply': x, y, k = ma, mb, ka + kb
+        else:
+            if kind != 'add' and a == b: continue
+            k = ka if ka >= kb else kb                                 # the common scale of a and b
+            x, y = ma * P[k - ka], mb * P[k - kb]
+            if kind == 'sub' and x < y: a, b, x, y = b, a, y, x        # the larger first
+        key = a, b
+        if key in seen: continue
+        seen.add(key)
+        if arith:
+            s = str(x + y if kind == 'add' else x - y if kind == 'sub' else x * y)
+            e = len(s) - 1 - k
+            if not 0 <= e <= 99: continue                              # (the check on scientific answers)
+            s = s.rstrip('0'); ans = f'{s[0]}.{s[1:] or "0"}e{e}'     # as format_scientific writes it
+        else: ans = a if (x >= y if kind == 'max' else x <= y) else b  # max, min: one of the two, verbatim
+        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
     return '\n'.join(out)
 
 def _fast_lines(t:Task) -> Callable | None:
-    "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, fmt) -> lines`."
-    if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS) and t.variant != 'hard': return _int_pair_lines
+    "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, parts) -> lines`."
+    if t.variant == 'hard' and t.kind in ('max', 'min') and t.representation in ('integer', 'float'): return None  # shared prefixes
+    if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS): return _int_pair_lines
     if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
     if t.name == 'to_float_fraction': return _to_float_fraction_lines
     if t.kind in ('get_digit', 'length', 'count', 'to_scientific', 'sig_fig'): return _single_lines
     if t.representation == 'scientific' and t.kind in ('add', 'sub', 'multiply', 'max', 'min'): return _scientific_pair_lines
-    if t.representation == 'float' and t.second == 'float' and t.variant != 'hard': return _float_pair_lines
+    if t.representation == 'float' and t.second == 'float': return _float_pair_lines
     return None
 
 # %% ../../nbs/nupa/21_tasks.ipynb #5b844397
