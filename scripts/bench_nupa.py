@@ -22,6 +22,12 @@ preprocess_data and calc_result, the question text (their instruction, operator 
 encode/export round trip, which makes the same text, is left out, so their side is if anything faster than theirs) and
 one json.dumps line. Their file IO, pickling and imports are not timed. The table is sorted by ratio; the two tasks
 they lack (max/min hard on fractions) are named.
+
+The default, 100 items per length, keeps the whole table to a few minutes. Each unit (one task and length) then pays
+numcook's fixed cost (the seeded generator, the line template, the per-length tables; about 90 us) over 100 items,
+and the authors' code run in between leaves it cold. `--authors-n 1000` times the Test's own size (what `numcook nupa
+generate` writes), where that cost weighs a tenth as much: the tasks lowest at 100 (89-120x) measure 144-229x there.
+The whole table at 1000 takes over 40 minutes (most of it the authors' side); `--tasks` picks a few.
 """
 import argparse, json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
