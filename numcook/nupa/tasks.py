@@ -545,10 +545,14 @@ def _check_length(length:int) -> int:
     if not 1 <= int(length) <= MAX_LENGTH: raise NumcookError(f"bad length {length}: lengths must lie in [1, {MAX_LENGTH}]")
     return length
 
+def _limits(n:int) -> tuple[int, int]:
+    "The generation loop's limits for `n` items: draws in a row without a new item before it gives up, and draws in all."
+    return 2 * n + 1000, 50 * n + 1000
+
 def _draws(t:Task, length:int, n:int, seed:int) -> Iterator[tuple[str, str|None, str]]:
     "The `(a, b, answer)` of the items of `t` at `length`: the generation loop that `generate_task` describes."
     r, seen, k = rng(seed, t.name, _check_length(length)), set(), 0
-    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    (patience, budget), idle = _limits(n), 0
     sample, gold, valid = t.sampler, t.gold_fn, t.valid
     while k < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -720,7 +724,7 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     swap, distinct, ordered, divides = _pair_rules(kind)
     truediv, full = kind == 'truediv', _int_pair_space(kind, t.variant, L, n)
     p0, p1, p2, p3, p4, p5, p6 = parts
-    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         x = bits(cbits)                                                # the shorter length: _lengths
@@ -785,7 +789,7 @@ def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     swap, distinct, pick = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind in ('max', 'min')
     p0, p1, p2, p3, p4, p5, p6 = parts
-    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         x = bits(cbits)                                                # the shorter length: _lengths
@@ -824,7 +828,7 @@ def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str
     r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
     rand, bits, full, lk, shapes = r.random, r.getrandbits, _to_float_space(L, n), L.bit_length(), _to_float_shapes(L)
     p0, p1, p2, p3, p4, p5, p6 = parts
-    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         while True:
@@ -893,7 +897,7 @@ def _float_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     digitwise = _gold_fn(kind, 'float') if kind.startswith('digit_') else None
     swap, distinct, ordered = kind not in ('sub',), kind in ('max', 'min', 'sub'), kind == 'sub'
     p0, p1, p2, p3, p4, p5, p6 = parts
-    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         x = bits(cbits)                                                # the shorter length: _lengths
@@ -928,7 +932,7 @@ def _single_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     else:
         flt = _float_drawer(r, L, big); draw = lambda: flt(L)
     p0, p1, p2, p3, p4, p5, p6 = parts
-    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         a, ma, ka = draw()
@@ -979,7 +983,7 @@ def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     hard_cmp, swap = t.variant == 'hard' and kind in ('max', 'min'), kind in ('add', 'multiply', 'max', 'min')
     near, arith = kind in ('add', 'sub'), kind in ('add', 'sub', 'multiply')
     p0, p1, p2, p3, p4, p5, p6 = parts
-    patience, budget, idle = 2 * n + 1000, 50 * n + 1000, 0
+    (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
         x = bits(cbits)                                                # the shorter length: _lengths
