@@ -102,23 +102,28 @@ class Verifier:
         first = self.tok(texts[:1], add_special_tokens=special)['input_ids']   # (this call also sets the backend: no padding, no truncation)
         ids = [e.ids for e in be.encode_batch_fast(texts, add_special_tokens=special)]
         return ids if ids[:1] == first else self.tok(texts, add_special_tokens=special)['input_ids']
-    def encode_prompts(self, insts:list[Instance], texts:list[str]) -> list[list[int]]:
-        "Token ids of the rendered prompts `texts` of `insts`; the template's constant text around each instance, cut at added tokens, is encoded once."
-        if not self.chat or getattr(self, '_around', None) is None: return self.encode_many(texts, special=not self.chat)
+    def _constant_ends(self):
+        "With a chat template rendered around the instance: (ids of its text up to the cut, cut, ids after the cut, chars after it); else None."
         if not hasattr(self, '_ends'):
-            (before, after), self._ends = self._around, None
-            i, j = special_cuts(self.tok, before, after)
-            if i or j < len(after): self._ends = self.encode(before[:i]), before[i:], after[:j], self.encode(after[j:])
-        if self._ends is None: return self.encode_many(texts)
-        head, a, b, tail = self._ends
-        ids = [head + m + tail for m in self.encode_many([a + self.prompt.input.format(**i.fields) + b for i in insts])]
-        ends = self.encode_many([texts[0], texts[-1]])      # (checked against the whole texts' own encoding)
-        return ids if [ids[0], ids[-1]] == ends else self.encode_many(texts)
+            self._ends = None
+            if self.chat and getattr(self, '_around', None) is not None:
+                before, after = self._around
+                i, j = special_cuts(self.tok, before, after)
+                if i or j < len(after): self._ends = self.encode(before[:i]), i, self.encode(after[j:]), len(after) - j
+        return self._ends
+    def encode_prompts(self, texts:list[str]) -> list[list[int]]:
+        "Token ids of rendered prompts; the template's constant text around each instance, cut at added tokens, is encoded once."
+        ends = self._constant_ends()
+        if ends is None: return self.encode_many(texts, special=not self.chat)
+        head, i, tail, k = ends
+        ids = [head + m + tail for m in self.encode_many([t[i:len(t) - k] for t in texts])]
+        whole = self.encode_many([texts[0], texts[-1]])      # (checked against the whole texts' own encoding)
+        return ids if [ids[0], ids[-1]] == whole else self.encode_many(texts)
     def items(self, insts:list[Instance]) -> list[Item]:
         "`item` for many instances, tokenized in one batch call."
         if not insts: return []
         texts = [self.render(i) for i in insts]
-        ids = self.encode_prompts(insts, texts)
+        ids = self.encode_prompts(texts)
         golds = sorted({i.gold for i in insts})
         enc = dict(zip(golds, self.encode_many(golds)))
         text = {g: self.decode(a) for g, a in enc.items()}
