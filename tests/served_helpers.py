@@ -100,10 +100,12 @@ class FaultProxy:
     of the answer's JSON, with a matching length), 'drop' (close the connection without an answer), 'stall'
     (answer nothing for `stall` seconds, longer than the client waits, then close). The plans depend only on the
     bodies, so a run meets the same faults whatever the order of its concurrent requests. It counts the actions
-    taken and the most requests it held at once (stalled ones left out: their client has given up on them)."""
+    taken and the most requests held at once that a client still waited on: a request stops counting just before
+    its answer (or hang-up) goes out, or once its client has closed the connection (gave up on a stall or a slow
+    answer). Each arrival first looks for such closed connections: a client closes one before it sends the retry."""
     def __init__(self, upstream, plans, delay=0.3, stall=5.0):
         self.upstream, self.plans, self.delay, self.stall = upstream.rstrip('/'), [list(p) for p in plans], delay, stall
-        self.counts, self.arrivals, self.in_flight, self.max_in_flight = {}, {}, 0, 0
+        self.counts, self.arrivals, self.held, self.max_in_flight = {}, {}, set(), 0
         self._lock = threading.Lock()
         proxy = self
 
@@ -115,25 +117,32 @@ class FaultProxy:
             def do_POST(self): self._handle(self.rfile.read(int(self.headers.get('Content-Length', 0))))
             def _handle(self, body):
                 action = proxy._action(body)
-                if action == 'stall': return self._act(action, body)    # the client gives up on it: not in flight
                 with proxy._lock:
-                    proxy.in_flight += 1; proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
+                    proxy.held = {h for h in proxy.held if not h._client_left()} | {self}
+                    proxy.max_in_flight = max(proxy.max_in_flight, len(proxy.held))
                 try: self._act(action, body)
-                finally:
-                    with proxy._lock: proxy.in_flight -= 1
+                finally: self._release()
+            def _release(self):
+                "This request stops counting: its answer is about to go out."
+                with proxy._lock: proxy.held.discard(self)
+            def _client_left(self):
+                "Whether the client has closed its end of this request's connection."
+                try: return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b''
+                except BlockingIOError: return False
+                except OSError: return True
             def _act(self, action, body):
                 if action in ('drop', 'stall'):
                     if action == 'stall': time.sleep(proxy.stall)
-                    self.close_connection = True; self.connection.shutdown(socket.SHUT_RDWR); return
+                    self._release(); self.close_connection = True; self.connection.shutdown(socket.SHUT_RDWR); return
                 if action in ('429', '500'):
                     msg = json.dumps({'error': {'message': f'injected {action}'}}).encode()
-                    self.send_response(int(action)); self.send_header('Content-Type', 'application/json')
+                    self._release(); self.send_response(int(action)); self.send_header('Content-Type', 'application/json')
                     if action == '429': self.send_header('Retry-After', '0')
                     self.send_header('Content-Length', str(len(msg))); self.end_headers(); self.wfile.write(msg); return
                 if action == 'delay': time.sleep(proxy.delay)
                 status, data = proxy._forward(self.command, self.path, body, self._headers())
                 if action == 'truncate': data = data[:len(data) // 2]
-                self.send_response(status); self.send_header('Content-Type', 'application/json')
+                self._release(); self.send_response(status); self.send_header('Content-Type', 'application/json')
                 self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)
                 if action == 'truncate': self.close_connection = True
 
