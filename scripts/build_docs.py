@@ -18,7 +18,7 @@ Staged files are rewritten only when they change, so Sphinx's incremental build 
 Why Sphinx + MyST-NB: measured against MkDocs + mkdocs-jupyter (+ mkdocstrings) on this repository, see the
 "Notebooks and docs" section of nbs/index.ipynb."""
 from __future__ import annotations
-import argparse, ast, csv, hashlib, io, json, os, posixpath, re, shutil, subprocess, sys, textwrap, time
+import argparse, ast, csv, dataclasses, hashlib, io, json, os, posixpath, re, shutil, subprocess, sys, textwrap, time
 from collections import Counter
 from pathlib import Path
 
@@ -37,7 +37,7 @@ LAYERS = {  # the package's layers and papers, as the API page groups them: (fol
 HIDE = {"hide", "export", "exporti", "default_exp"}  # nbdev directives of cells that run but are not shown
 CSV_ROWS = 25  # rows of a gallery table shown on its page (the download link has them all)
 PAPER_OF = {"cookbook": "nupa", "nupa": "nupa", "zeh": "zeh", "gsm": "gsm"}  # a papers_repro notebook's paper (a LAYERS key), by its name's first word
-VERDICTS = {"yes": "yes", "no": "no", "not tested at this scale": "not tested"}  # claims.csv's `supported`, as the overview says it
+VERDICTS = {"yes": "yes", "no": "no", "undecided": "undecided", "not tested": "not tested"}  # claims.csv's `supported`, as the overview says it
 THIS_RUN, CHECKS = "this run", ("released data", "printed tables")  # claims.csv's `evidence_from`: a reproduction, or a consistency check
 
 
@@ -243,9 +243,33 @@ def gallery_page(nb_path: Path, figures: Path, staged: Path, written: set) -> st
 
 
 def read_claims(path: Path) -> list[dict]:
-    "The rows of a claims.csv; `evidence_from` is '' where the file has no such column (written before it existed)."
-    with open(path, newline="", encoding="utf-8") as f:
-        return [{**r, "evidence_from": (r.get("evidence_from") or "").strip()} for r in csv.DictReader(f)]
+    "The rows of a claims.csv, each checked by numcook.core.verdicts (a verdict that disagrees with its interval stops the build)."
+    from numcook.core.verdicts import read_claims as read_checked
+    from numcook.core.errors import NumcookError
+    try: return [dataclasses.asdict(c) for c in read_checked(path)]
+    except (NumcookError, TypeError, ValueError) as e: raise BuildError(f"{rel(path)}: {e}") from None
+
+
+def interval(c: dict) -> str:
+    "A claim's effect as the overview shows it: 'estimate [low, high] vs size, n', or '' without an interval."
+    if c.get("ci_low") is None or c.get("effect_size") is None: return ""
+    return (f"{c['estimate']:.3g} [{c['ci_low']:.3g}, {c['ci_high']:.3g}] vs {c['effect_size']:g}"
+            + (f", n {c['n']}" if c.get("n") else ""))
+
+
+def forest(claims: list, title: str, path: Path, written: set) -> None:
+    "Write the forest plot of `claims` (dicts of claims.csv rows) to `path`: every interval against its effect size, coloured by verdict."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from numcook.core.verdicts import Claim, forest_plot
+    from numcook.app.gallery import save_png
+    fig = forest_plot([Claim(**c) for c in claims], title)
+    tmp = path.with_suffix(".tmp.png")
+    save_png(fig, tmp, dpi=110); plt.close(fig)
+    data = tmp.read_bytes(); tmp.unlink()
+    written.add(path)
+    if not (path.is_file() and path.read_bytes() == data): path.write_bytes(data)
 
 
 def tally(claims: list) -> str:
@@ -265,18 +289,18 @@ def short_title(title: str) -> str:
     return t.split(": ")[0].strip() or title
 
 
-def claims_overview(entries: list) -> list:
-    "Markdown of the gallery index's overview: per paper, its claims' verdicts, this run's apart from consistency checks."
+def claims_overview(entries: list, forests: dict | None = None) -> list:
+    "Markdown of the gallery index's overview: per paper, its claims' verdicts, this run's apart from consistency checks; `forests`: paper -> its forest plot's path."
     papers = {}
     for e in entries: papers.setdefault(e["paper"], []).append(e)
     claims = lambda es, test: [c for e in es for c in e["claims"] if test(c["evidence_from"])]
-    groups = [("Reproduced in this run", lambda f: f == THIS_RUN),
-              ("Checked against released data or printed tables", lambda f: f in CHECKS),
-              ("Source not stated", lambda f: f != THIS_RUN and f not in CHECKS)]
-    shown = [g for g in groups if claims(entries, g[1]) or g[0] != "Source not stated"]
+    shown = groups = [("Reproduced in this run", lambda f: f == THIS_RUN), ("Checked against released data or printed tables", lambda f: f in CHECKS)]
     md = ["## Claims at a glance\n",
-          "Each reproduction notebook states the paper's claims it can test and gives each a verdict: **yes**, **no** or "
-          "**not tested** (at this scale). Only a claim whose evidence comes from *this run* is a reproduction: the notebook "
+          "Each reproduction notebook states the paper's claims it can test, declares for each the least effect that counts "
+          "(the *effect size*) before the run, and decides it by the 95% interval of the measured effect: **yes** when the "
+          "interval clears the effect size, **no** when it lies below it, **undecided** when it straddles it (the data "
+          "cannot tell; the claim says what sample would), and **not tested** when a guard stops it first (both arms at the "
+          "floor, answers not parsed, a run cut down by its parameters). Only a claim whose evidence comes from *this run* is a reproduction: the notebook "
           "ran the experiment itself (on a laptop CPU, with tiny models where the paper used large ones). A claim checked "
           "against the authors' *released data* or the paper's *printed tables* is a consistency check: the published "
           "numbers agree with the raw results or with each other, but nothing was run again. The two are counted apart.\n",
@@ -290,11 +314,15 @@ def claims_overview(entries: list) -> list:
                "; ".join(f"{g[0]}: {tally(claims(es, g[1]))}" for g in shown) + ".\n"]
         rows = [(c, e) for g in groups for e in es for c in e["claims"] if g[1](c["evidence_from"])]
         if rows:
-            md += ["| Verdict | Claim | Evidence from | Figure |", "|---|---|---|---|"]
+            if forests and key in forests:
+                md += [f"```{{figure}} {forests[key]}\n:alt: forest plot of {paper_title(key)}'s claims\n:width: 100%\n\n"
+                       "Every claim's 95% interval (bar) and estimate (dot), minus its declared effect size: right of the line "
+                       "clears it.\n```\n"]
+            md += ["| Verdict | Claim | Effect [95% CI] vs effect size | Evidence from | Figure |", "|---|---|---|---|---|"]
             for c, e in rows:
                 v = VERDICTS.get(c["supported"], c["supported"])
-                md.append(f"| [{v}]{{.verdict .verdict-{v.replace(' ', '-')}}} | {md_text(c['claim'])} | "
-                          f"{md_text(c['evidence_from'] or 'not stated')} | [{md_text(e['label'])}]({e['link']}) |")
+                md.append(f"| [{v}]{{.verdict .verdict-{v.replace(' ', '-')}}} | {md_text(c['claim'])} | {md_text(interval(c))} | "
+                          f"{md_text(c['evidence_from'])} | [{md_text(e['label'])}]({e['link']}) |")
             md.append("")
         md += ["Pages:\n"] + [f"- [{md_text(e['title'])}](gallery/{e['stem']}.md): `numcook repro --only {e['stem']}`"
                                 + ("" if e["claims"] else " (no claims table)") for e in es] + [""]
@@ -407,7 +435,13 @@ def stage(nbs: Path, repro: Path, figures: Path, proc: Path) -> dict:
                         "link": f"gallery/{p.stem}.md" + ("#figures" if images else ""),
                         "claims": read_claims(claims) if claims.is_file() else []})
     entries.sort(key=lambda e: list(LAYERS).index(e["paper"]) if e["paper"] in LAYERS else len(LAYERS))
-    gal += claims_overview(entries) if entries else ["No reproduction notebooks yet."]
+    forests = {}
+    for key in dict.fromkeys(e["paper"] for e in entries):
+        claims = [c for e in entries if e["paper"] == key for c in e["claims"]]
+        if claims:
+            forest(claims, paper_title(key), proc / "gallery" / f"forest_{key}.png", written)
+            forests[key] = f"gallery/forest_{key}.png"
+    gal += claims_overview(entries, forests) if entries else ["No reproduction notebooks yet."]
     gal += ["", toctree(stems, hidden=True) if stems else ""]
     write_if_changed(proc / "gallery.md", "\n".join(gal), written)
     for f in [f for f in proc.rglob("*") if f.is_file() and not any(s.startswith(".") for s in f.relative_to(proc).parts)]:

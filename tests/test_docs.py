@@ -19,10 +19,15 @@ MODULE_NB, TUTORIAL, HOWTO = "zeh/34_analysis.ipynb", "nupa_reading_group", "how
 LINKED = ["lm/16_results.ipynb"]  # pages the how-to links to: stubs in the small build
 DEMO = "zz_docs_demo"  # the synthetic reproduction notebook (a name no real one uses)
 DEMO_ROWS = [(1, 1.0, 0.99), (2, 0.95, 0.9), (3, 0.8, 0.7), (4, 0.45, 0.5), (5, 0.125, 0.2)]
-CLAIMS = [("claim", "paper_evidence", "run_evidence", "supported", "reason", "evidence_from"),
-          ("accuracy falls with length", "Table 9: 0.99 -> 0.12", "0.99 -> 0.2", "yes", "", "this run"),
-          ("the fall is a sigmoid", "Figure 2", "5 points only", "not tested at this scale", "too few lengths", "this run"),
-          ("the rows of Table 9 add up", "Table 9: total 1.00", "the printed rows sum to 1.00", "yes", "", "printed tables")]
+CLAIMS = [("claim", "paper_evidence", "run_evidence", "supported", "reason", "evidence_from", "statistic", "estimate", "ci_low",
+           "ci_high", "n", "effect_size", "test"),
+          ("accuracy falls with length", "Table 9: 0.99 -> 0.12", "0.99 -> 0.2", "yes", "clears it", "this run",
+           "accuracy: 1 - 5 digits", "0.7900", "0.7400", "0.8300", "400/400", "0.1000", "Newcombe"),
+          ("the fall is a sigmoid", "Figure 2", "5 points only", "not tested", "too few lengths", "this run", "", "", "", "", "", "0.0500", ""),
+          ("three digits are three in four", "Table 9: 0.8", "0.8 at 3", "undecided", "straddles it", "this run",
+           "accuracy at 3 digits", "0.8000", "0.7100", "0.8700", "100", "0.7500", "Clopper-Pearson"),
+          ("the rows of Table 9 add up", "Table 9: total 1.00", "the printed rows sum to 1.00", "yes", "", "printed tables",
+           "sum of the printed rows", "1.0000", "1.0000", "1.0000", "printed", "0.9900", "printed value")]
 WS = r'(?:\s|<span class="w">\s*</span>)*'  # whitespace between highlighted tokens
 
 
@@ -147,7 +152,7 @@ def test_checks_are_hidden_and_shell_sessions_shown_as_shell():
     assert bd.tags_for({}, session) == {"remove-input"} and bd.mystnb_for({}, session) == {"text_lexer": "console"}
 
 
-def test_gallery_overview_counts_this_run_apart_and_reads_old_claims(tmp_path):
+def test_gallery_overview_counts_this_run_apart_and_refuses_old_claims(tmp_path):
     "Per paper, every claim with its verdict and a link to its figure; this run's verdicts counted apart from consistency checks."
     bd = import_build_docs()
     nbs, papers, figures = tmp_path / "nbs", tmp_path / "papers_repro", tmp_path / "figures"
@@ -158,19 +163,24 @@ def test_gallery_overview_counts_this_run_apart_and_reads_old_claims(tmp_path):
         (figures / stem).mkdir(parents=True)
     with open(figures / "zeh_demo" / "claims.csv", "w", newline="") as f: csv.writer(f).writerows(CLAIMS)
     (figures / "zeh_demo" / "plot.png").write_bytes(b"\x89PNG")
-    with open(figures / "gsm_old" / "claims.csv", "w", newline="") as f:  # written before the evidence_from column
-        csv.writer(f).writerows([CLAIMS[0][:5], ("scores are AUCs", "Table 1", "recomputed", "no", "off by 3")])
+    with open(figures / "gsm_old" / "claims.csv", "w", newline="") as f:  # a verdict with an interval that contradicts it
+        csv.writer(f).writerows([CLAIMS[0], ("scores are AUCs", "Table 1", "recomputed", "yes", "", "printed tables", "AUC", "0.5", "0.4",
+                                             "0.6", "printed", "0.55", "printed value")])
+    with pytest.raises(bd.BuildError, match=r"figures/gsm_old/claims.csv.*'yes' disagrees with its interval"):
+        bd.stage(nbs, papers, figures, tmp_path / "proc")
+    (figures / "gsm_old" / "claims.csv").unlink()
     bd.stage(nbs, papers, figures, tmp_path / "proc")
     md = (tmp_path / "proc" / "gallery.md").read_text()
     rows = {l.split(" | ")[0]: l for l in md.splitlines() if l.startswith("| [")}
-    zeh, gsm = rows["| [Zero-Error Horizon](#zero-error-horizon)"], rows["| [GSM-Infinite](#gsm-infinite)"]
-    assert zeh.endswith("| 1 yes, 1 not tested | 1 yes | none |"), zeh  # this run | released data or printed tables | not stated
-    assert gsm.endswith("| none | none | 1 no |"), gsm
-    assert "| Paper | Reproduced in this run | Checked against released data or printed tables | Source not stated |" in md
+    zeh = rows["| [Zero-Error Horizon](#zero-error-horizon)"]
+    assert zeh.endswith("| 1 yes, 1 undecided, 1 not tested | 1 yes |"), zeh  # this run | released data or printed tables
+    assert "| Paper | Reproduced in this run | Checked against released data or printed tables |" in md
     assert md.index("## Zero-Error Horizon") < md.index("## GSM-Infinite")  # the papers in the package's order
     line = next(l for l in md.splitlines() if "the fall is a sigmoid" in l)
     assert "not tested" in line and "this run" in line and "(gallery/zeh_demo.md#figures)" in line and "[Table 9 (a demo)]" in line
-    assert "(gallery/gsm_old.md)" in next(l for l in md.splitlines() if "scores are AUCs" in l) and "not stated" in md
+    line = next(l for l in md.splitlines() if "three digits are three in four" in l)
+    assert "undecided" in line and "0.8 \\[0.71, 0.87\\] vs 0.75, n 100" in line, line   # the interval beside the verdict
+    assert "gallery/forest_zeh.png" in md and (tmp_path / "proc" / "gallery" / "forest_zeh.png").read_bytes()[:4] == b"\x89PNG"
     assert "`numcook repro --only gsm_none` (no claims table)" in md
     assert md.index("the rows of Table 9 add up") > md.index("the fall is a sigmoid")  # this run's claims first
 
@@ -330,11 +340,11 @@ def test_gallery_index_gives_the_claims_overview(small):
     text = text_of(p)
     assert "Claims at a glance" in text and "Reproduced in this run" in text and "consistency check" in text
     row = re.search(r'<tr class="row-(?:odd|even)"><td><p><a class="reference internal" href="#other-reproductions">.*?</tr>', p, re.S)
-    assert row and text_of(row.group(0)).split() == "Other reproductions 1 yes, 1 not tested 1 yes".split() + \
-        (["none"] if "Source not stated" in text else []), row and text_of(row.group(0))
-    for claim, *_, supported, _, source in CLAIMS[1:]:
+    assert row and text_of(row.group(0)).split() == "Other reproductions 1 yes, 1 undecided, 1 not tested 1 yes".split(), \
+        row and text_of(row.group(0))
+    for claim, _, _, supported, _, source, *_ in CLAIMS[1:]:
         tr = next(r for r in re.findall(r"<tr.*?</tr>", p, re.S) if claim in text_of(r))
-        assert f'verdict-{supported.replace(" at this scale", "").replace(" ", "-")}' in tr and source in text_of(tr)
+        assert f'verdict-{supported.replace(" ", "-")}' in tr and source in text_of(tr)
         assert f'href="gallery/{DEMO}.html#figures"' in tr
 
 

@@ -1,11 +1,10 @@
-"The shared gallery plumbing: published tables that name their source, PNG bytes, claims and fingerprints."
+"The shared gallery plumbing: published tables that name their source, PNG bytes and fingerprints (claims: test_verdicts.py)."
 import csv, json, os, re, subprocess, sys
 from pathlib import Path
 
 import pytest
 
-from numcook.app.gallery import (EVIDENCE, Claim, SUPPORT, fingerprint, output_hashes, published, stale_figures, write_claims,
-                                 write_config)
+from numcook.app.gallery import fingerprint, output_hashes, published, stale_figures, write_config
 from numcook.core.errors import NumcookError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,26 +42,6 @@ def test_save_png_is_byte_identical_across_processes(tmp_path):
                        env={**os.environ, 'PYTHONHASHSEED': 'random'})
     a, b = (tmp_path / 'a.png').read_bytes(), (tmp_path / 'b.png').read_bytes()
     assert a == b and a[:8] == b'\x89PNG\r\n\x1a\n' and b'Matplotlib' not in a
-
-
-def test_claims_csv_round_trip_and_verdicts(tmp_path):
-    claims = [Claim('ZEH grows with model size', 'Table 3', 'zoo: 3 < 5 < 8', 'yes', evidence_from='this run'),
-              Claim('carries hurt large models more', 'Table 6: -0.35', 'zoo: +0.2, "with, commas"', 'no', 'tiny models', 'released data')]
-    with (write_claims(tmp_path, claims)).open(newline='') as f: rows = list(csv.DictReader(f))
-    assert [r['supported'] for r in rows] == ['yes', 'no'] and rows[1]['run_evidence'] == 'zoo: +0.2, "with, commas"'
-    assert [r['evidence_from'] for r in rows] == ['this run', 'released data']
-    assert set(SUPPORT) == {'yes', 'no', 'not tested at this scale'}
-    for bad in ('Yes', 'partly', ''):
-        with pytest.raises(NumcookError, match='Valid choices'): Claim('c', 'p', 'r', bad, 'why', 'this run')
-    with pytest.raises(NumcookError, match='evidence source'): Claim('c', 'p', 'r', 'yes')                 # where it comes from: required
-    with pytest.raises(NumcookError, match='evidence source'): Claim('c', 'p', 'r', 'yes', '', 'the paper')
-
-
-def test_every_committed_claim_says_where_its_evidence_comes_from():
-    "The gallery never mixes a consistency check of the paper's printed tables with a reproduction."
-    for f in sorted((ROOT / 'figures').glob('*/claims.csv')):
-        with f.open(newline='') as fh: rows = list(csv.DictReader(fh))
-        assert rows and all(r.get('evidence_from') in EVIDENCE for r in rows), f
 
 
 def test_fingerprint_follows_module_imports_transitively():
