@@ -3,7 +3,8 @@ import json
 import pandas as pd
 import pytest
 from numcook.app.repro import repo_root, run_notebook
-from numcook.app.gallery import SUPPORT, CLAIM_COLUMNS, output_hashes
+from numcook.app.gallery import output_hashes
+from claims_check import checked_claims
 
 SMALL = dict(model_size='micro', steps=4, batch_size=8, n_test=3, n_per_length=30, seeds='0,1', workers=1, dpi=40)
 CASES = {
@@ -11,10 +12,16 @@ CASES = {
                                  ['fig4_tokenizers.png', 'curves.csv', 'curves_per_seed.csv', 'final.csv']),
     'cookbook_tab12_15_pe': (dict(test_lengths='2-4'), ['fig13_pe.png', 'per_length.csv', 'per_length_per_seed.csv',
                                                         'table12_boundary.csv', 'table13_15_small.csv']),
-    'cookbook_tab16_17_formats': (dict(formats='no,rev+pad,idx', test_lengths='3,4'), ['tab16_17_formats.png', 'formats.csv', 'formats_per_seed.csv']),
+    'cookbook_tab16_17_formats': (dict(formats='no,rev+pad,idx', test_lengths='2,3'), ['tab16_17_formats.png', 'formats.csv', 'formats_per_seed.csv']),
     'cookbook_tab3_rfcot': (dict(train_lengths='1', test_lengths='1-2', n_per_length=20, n_test=2),
                             ['tab3_rfcot.png', 'table3_accuracy.csv', 'table3_per_seed.csv', 'table2_cost.csv']),
 }
+
+# The claims of each shrunk run that compare models, by position in claims.csv, and how many claims it writes: the
+# micro models of 4 steps learn nothing, so a guard must hold every comparison back ('not tested' with its reason)
+GUARDED = {'cookbook_fig4_tokenizers': ([0, 1], 3), 'cookbook_tab12_15_pe': ([0, 1, 2], 4),
+           'cookbook_tab16_17_formats': ([0, 1, 2, 3, 4], 6), 'cookbook_tab3_rfcot': ([0], 3)}
+GUARD_REASONS = ('below exact match 0.9', 'at the floor', 'at the ceiling')
 
 
 def _run(tmp_path, name, **extra):
@@ -31,9 +38,11 @@ def test_notebook_runs(tmp_path, name):
     for f in files + ['config.json', 'claims.csv', 'timings.csv']: assert (out / f).stat().st_size > 0, f
     cfg = json.loads((out / 'config.json').read_text())
     assert cfg['params']['model_size'] == 'micro' and cfg['params']['seeds'] == '0,1' and len(cfg['fingerprint']) == 64
-    claims = pd.read_csv(out / 'claims.csv', keep_default_na=False)
-    assert list(claims.columns) == CLAIM_COLUMNS and set(claims.supported) <= set(SUPPORT) and len(claims) >= 2
-    assert (claims.reason[claims.supported != 'yes'] != '').all()
+    claims = checked_claims(out / 'claims.csv')
+    guarded, n_claims = GUARDED[name]
+    assert len(claims) == n_claims
+    for i in guarded:   # a guard fired: models that learned nothing decide no comparison
+        assert claims.supported[i] == 'not tested' and any(k in claims.reason[i] for k in GUARD_REASONS), claims.iloc[i].to_dict()
     csv = pd.read_csv(out / files[1])
     mean = 'exact_match_mean'
     assert len(csv) > 0 and csv[mean].between(0, 1).all() and (csv.seeds == 2).all()   # every row averages both seeds
