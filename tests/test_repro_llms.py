@@ -9,6 +9,7 @@ from numcook.app.repro import run_notebook
 from numcook.lm.benchmark import read_results
 from numcook.nupa.tasks import digit_limits
 from numcook.core.files import read_jsonl
+from claims_check import checked_claims
 
 NB = Path(__file__).resolve().parents[1] / 'papers_repro' / 'cookbook_tab7_10_llms.ipynb'
 
@@ -46,10 +47,15 @@ def test_published_numbers_alone(tmp_path):
     assert (row.wld, row.ppd) == (10, 20)
     ranges = pd.read_csv(out / 'ranges.csv')
     assert ranges[(ranges.model == 'Qwen2-7B') & (ranges.setting == '5-shot') & (ranges.task == 'add_integer') & (ranges.range == 'M')].exact_match.item() == 0.82
-    claims = pd.read_csv(out / 'claims.csv')
-    assert len(claims) == 9 and 'measured models' not in ' '.join(claims.run_evidence)
+    claims = checked_claims(out / 'claims.csv')
+    printed = claims[claims.evidence_from == 'printed tables']
+    # the printed tables' claims: each a number read off the tables (a degenerate interval), against its declared effect size
+    assert len(printed) == 7 and (printed.ci_low == printed.estimate).all() and (printed.ci_high == printed.estimate).all()
+    assert set(printed.supported) == {'yes'} and printed.run_evidence.str.startswith('Table').all()
+    row = printed.set_index('claim').loc['Exact match falls as the numbers get longer (from the S to the XL range)']
+    assert float(row.estimate) == 1.0 and float(row.effect_size) == 0.75 and '22 of 22' in row.run_evidence
     measured = claims[claims.evidence_from == 'this run']
-    assert len(measured) == 3 and set(measured.supported) == {'not tested at this scale'}
+    assert len(measured) == 3 and set(measured.supported) == {'not tested'} and set(measured.reason) == {'no language model measured (model is empty)'}
     for f in ('fig2_ranges.png', 'tab7_9_digit_limits.png'): assert (out / f).stat().st_size > 10000
 
 
@@ -64,6 +70,7 @@ def test_a_users_model_beside_the_llms(tmp_path, tiny_eval):
     expected = digit_limits(read_results(tiny_eval)).set_index('task')
     for r in yours[yours.metric == 'exact_match'].itertuples():
         assert (r.wld, r.ppd) == (expected.exact_match_wld[r.task], expected.exact_match_ppd[r.task]) and r.longest_tested == 3
-    assert 'measured models' in pd.read_csv(out / 'claims.csv').run_evidence[0]
+    claims = checked_claims(out / 'claims.csv')   # a printed-tables claim carries no measured numbers
+    assert 'tiny-adder' not in ' '.join(claims[claims.evidence_from == 'printed tables'].run_evidence)
     cfg = json.loads((out / 'config.json').read_text())
     assert cfg['params']['results'] == 'external:eval-out' and 'external:results.jsonl' in cfg['data']

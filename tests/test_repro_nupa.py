@@ -6,6 +6,7 @@ import pandas as pd
 
 from numcook.nupa.tasks import NUPA_41
 from numcook.app.repro import run_notebook
+from claims_check import checked_claims
 
 NBS = Path(__file__).resolve().parents[1] / 'papers_repro'
 
@@ -24,7 +25,9 @@ def test_nupa_tables(tmp_path):
     # every cell of the four regenerated tables against the paper's printed ones (Table 6 prints only its 41 H/E cells)
     cmp = pd.read_csv(out / 'paper_vs_registry.csv')
     assert cmp.groupby('table').size().to_dict() == {'Table 1': 68, 'Table 4': 68, 'Table 5': 68, 'Table 6': 41} and cmp.agree.all()
-    assert set(pd.read_csv(out / 'claims.csv').supported) == {'yes'}
+    claims = checked_claims(out / 'claims.csv')   # consistency with the printed tables: a printed count, all cells agreeing
+    assert set(claims.supported) == {'yes'} and set(claims.evidence_from) == {'printed tables'} and len(claims) == 5
+    assert claims.estimate.astype(float).tolist() == [41, 1, 1, 1, 1] and claims.effect_size.astype(float).tolist() == [41, 1, 1, 1, 1]
 
 
 def test_nupa_test_shrunk(tmp_path):
@@ -47,5 +50,8 @@ def test_nupa_test_shrunk(tmp_path):
     beside = pd.read_csv(out / 'slice_beside_llms.csv')
     assert {'Llama-3.1-8B (Table 10)', 'Llama-3.1-8B-ft (Table 18)'} <= set(beside.label)
     assert beside[(beside.label == 'Llama-3.1-8B (Table 10)') & (beside.range == 'M')].exact_match.item() == 0.38
-    claims = pd.read_csv(out / 'claims.csv')
-    assert claims.supported[0] == 'yes' and len(claims) == 4
+    claims = checked_claims(out / 'claims.csv')
+    assert claims.supported.tolist()[0] == 'yes' and claims.supported.tolist()[2] == 'yes' and len(claims) == 4
+    assert claims.supported[1] == 'not tested' and 'max_length' in claims.reason[1]   # capped at 6 digits: the ranges need the full run
+    # the slice's S questions are the training questions (same generator and seed): the memorisation guard sets them apart
+    assert claims.supported[3] == 'not tested' and 'memorised' in claims.reason[3] and 'set apart' in claims.run_evidence[3]
