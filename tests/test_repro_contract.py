@@ -132,3 +132,29 @@ def test_the_randomness_check_catches_what_it_should():
     assert _seaborn_randomness("sns.barplot(data=d, errorbar='se')\nnp.random.seed(0)\nsns.stripplot(data=d)") == []
     assert _seaborn_randomness("sns.stripplot(data=d, jitter=False)\nsns.lineplot(data=d, errorbar=None)") == []
     assert len(_seaborn_randomness("sns.stripplot(data=d)\nnp.random.seed(0)")) == 1     # seeded after: too late
+
+
+def test_each_lane_gets_its_own_gpu(tmp_path):
+    "On a machine with GPUs (here named to run_all, as --gpus does), each lane's kernel sees only its GPU, and run.json and the status records say which."
+    import subprocess, sys
+    root = tmp_path / "checkout"
+    (root / "papers_repro").mkdir(parents=True); (root / "settings.ini").write_text("[DEFAULT]\n")
+    for stem in ("a_fig", "b_fig", "c_fig"):
+        src = "import os, time\ntime.sleep(1)\nprint(os.environ.get('CUDA_VISIBLE_DEVICES'))"
+        (root / "papers_repro" / f"{stem}.ipynb").write_text(json.dumps({
+            "cells": [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
+                       "source": f"out_dir = '../figures/{stem}'"},
+                      {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [], "execution_count": None, "source": src}],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}))
+    code = "from numcook.app.repro import run_all; run_all('runs', jobs=2, root='.', gpus=['3', '5'])"
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = next((root / "runs").iterdir())
+    assert json.loads((run / "run.json").read_text())["lanes"] == [{"gpu": "3"}, {"gpu": "5"}]
+    status = {s["notebook"]: s for s in map(json.loads, (run / "status.jsonl").read_text().splitlines())}
+    for stem in ("a_fig", "b_fig", "c_fig"):
+        out = json.loads((run / f"{stem}.ipynb").read_text())["cells"][1]["outputs"]
+        seen = "".join(out[0]["text"]).strip()
+        assert seen == status[f"{stem}.ipynb"]["gpu"] and seen in ("3", "5")     # its lane's GPU, and only that one
+    assert {s["gpu"] for s in status.values()} == {"3", "5"}               # both lanes were used
