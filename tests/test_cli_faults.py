@@ -450,7 +450,7 @@ def toy_checkout(tmp_path, monkeypatch):
         (root / 'papers_repro' / f'{stem}.ipynb').write_text(json.dumps(nb))
     import numcook.app.repro as R
     ran = []
-    def fake_run(nb, run_dir, params=None, log_output=False, threads=None):
+    def fake_run(nb, run_dir, params=None, log_output=False, threads=None, gpu=None):
         ran.append((Path(nb).stem, dict(params or {})))
         return {'notebook': Path(nb).name, 'seconds': 0.0, 'params': dict(params or {})}
     monkeypatch.setattr(R, 'run_notebook', fake_run)
@@ -476,7 +476,7 @@ def test_repro_runs_notebooks_in_parallel_lanes(toy_checkout, monkeypatch, capsy
     import threading, numcook.app.repro as R
     root, ran = toy_checkout
     started, both = [], threading.Barrier(2, timeout=30)
-    def fake_run(nb, run_dir, params=None, log_output=False, threads=None):
+    def fake_run(nb, run_dir, params=None, log_output=False, threads=None, gpu=None):
         started.append(Path(nb).stem); both.wait()                  # deadlocks (and times out) unless the two run side by side
         if Path(nb).stem == 'b_fig': raise RuntimeError('a cell failed\nValueError: b broke')
         return {'notebook': Path(nb).name, 'seconds': 0.0, 'params': dict(params or {})}

@@ -110,6 +110,21 @@ def test_batch_too_small_for_the_ranks_is_one_line(tmp_path):
     assert 'this is a bug' not in err and '/numcook/' not in err     # (torchrun prints its own report of the failed ranks)
 
 
+def test_two_ranks_finetune_as_one_process(one_process, tmp_path):
+    "LoRA adapters on the trained model, no dropout (each rank would draw its own masks): the same adapters from two ranks as from one."
+    ft = ['finetune', '--base', str(one_process / 'final'), '--tasks', 'add_integer', '--train-lengths', '1-2', '--n-per-length', '20',
+          '--prompt-style', 'compact', '--rank', '4', '--alpha', '8', '--lora-dropout', '0', '--target-modules', 'q_proj,v_proj',
+          '--steps', '10', '--batch-size', '4', '--lr', '0.01', '--log-every', '5']
+    r = numcook(*ft, '--out-dir', str(tmp_path / 'one'))
+    assert r.returncode == 0, r.stderr
+    p = torchrun('--no-python', str(BIN / 'numcook'), *ft, '--out-dir', str(tmp_path / 'two'))
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err[-3000:]
+    assert out.count('finetuned') == 1
+    a, b = (load_file(str(tmp_path / d / 'final' / 'adapter_model.safetensors')) for d in ('one', 'two'))
+    assert max_diff(a, b) < WEIGHT_TOL and max(v.abs().max().item() for v in a.values()) > 0
+
+
 # ---- ZEH verification: tests/dist_worker.py is every rank (and, in one process, the reference) ----
 
 def zeh_one_process(out: Path, stop: str):
@@ -142,7 +157,9 @@ def test_two_ranks_verify_as_one_process(tmp_path, stop):
     ids = [r['id'] for r in read_jsonl(tmp_path / 'two' / 'results.jsonl')]
     assert len(ids) == len(set(ids))
     if stop == 'all': assert va == vb and len(va) == 36
-    else: assert va.keys() <= vb.keys()        # a job finishes the failing size on every rank; one process stops at its first failure
+    else:   # each stops at a failure: one process after the batch holding it, a rank also where another rank's failure comes first
+        before = lambda v: {k for k in v if tuple(map(int, k.split(':'))) < (4, 1)}
+        assert before(va) == before(vb) and len(before(va)) == 1 + 3 + 5 + 1      # sizes 1-3 whole, and 4:0 (the limiter's own size below it)
     assert sorted(x.name for x in (tmp_path / 'two').iterdir()) == sorted(x.name for x in (tmp_path / 'one').iterdir())  # parts merged away
     assert b['timings']['invocations'][0]['ranks'] == 2 and b['timings']['invocations'][0]['verified'] == len(vb)
 

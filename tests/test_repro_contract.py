@@ -64,19 +64,24 @@ def test_the_runner_starts_kernels_without_a_tcp_warning(tmp_path):
     assert not [p for p in tmp_path.rglob("*ipc*")]  # no socket files left behind
 
 
-def test_two_lanes_run_real_notebooks_into_a_relative_runs_folder(tmp_path):
-    "--jobs 2 with papermill for real: both notebooks run in their own folder with half the cores' threads, into `runs/` named relative to where the runner started, whose working folder stays put."
-    import subprocess, sys
+def toy_checkout(tmp_path, stems, src):
+    "A checkout whose papers_repro/ holds one notebook per stem: a parameters cell, then `src`."
     root = tmp_path / "checkout"
     (root / "papers_repro").mkdir(parents=True); (root / "settings.ini").write_text("[DEFAULT]\n")
-    for stem in ("a_fig", "b_fig"):
-        src = "import os, time\ntime.sleep(1.5)\nprint(os.path.basename(os.getcwd()), os.environ.get('OMP_NUM_THREADS'))"
+    for stem in stems:
         (root / "papers_repro" / f"{stem}.ipynb").write_text(json.dumps({
             "cells": [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
                        "source": f"out_dir = '../figures/{stem}'"},
                       {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [], "execution_count": None, "source": src}],
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
             "nbformat": 4, "nbformat_minor": 5}))
+    return root
+
+
+def test_two_lanes_run_real_notebooks_into_a_relative_runs_folder(tmp_path):
+    "--jobs 2 with papermill for real: both notebooks run in their own folder with half the cores' threads, into `runs/` named relative to where the runner started, whose working folder stays put."
+    import subprocess, sys
+    root = toy_checkout(tmp_path, ("a_fig", "b_fig"), "import os, time\ntime.sleep(1.5)\nprint(os.path.basename(os.getcwd()), os.environ.get('OMP_NUM_THREADS'))")
     code = "import os; from numcook.app.repro import run_all; start = os.getcwd(); run_all('runs', jobs=2, root='.'); print(os.getcwd() == start)"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300, env=env)
@@ -137,16 +142,7 @@ def test_the_randomness_check_catches_what_it_should():
 def test_each_lane_gets_its_own_gpu(tmp_path):
     "On a machine with GPUs (here named to run_all, as --gpus does), each lane's kernel sees only its GPU, and run.json and the status records say which."
     import subprocess, sys
-    root = tmp_path / "checkout"
-    (root / "papers_repro").mkdir(parents=True); (root / "settings.ini").write_text("[DEFAULT]\n")
-    for stem in ("a_fig", "b_fig", "c_fig"):
-        src = "import os, time\ntime.sleep(1)\nprint(os.environ.get('CUDA_VISIBLE_DEVICES'))"
-        (root / "papers_repro" / f"{stem}.ipynb").write_text(json.dumps({
-            "cells": [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
-                       "source": f"out_dir = '../figures/{stem}'"},
-                      {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [], "execution_count": None, "source": src}],
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}))
+    root = toy_checkout(tmp_path, ("a_fig", "b_fig", "c_fig"), "import os, time\ntime.sleep(1)\nprint(os.environ.get('CUDA_VISIBLE_DEVICES'))")
     code = "from numcook.app.repro import run_all; run_all('runs', jobs=2, root='.', gpus=['3', '5'])"
     r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
