@@ -25,3 +25,37 @@ def test_model_source_of_a_named_model_records_its_checksum_before_any_load(tmp_
     src = catalog.model_source(NAME)
     assert src is not None and src['file_sha256'] == m.sha256 and src['name'] == NAME
     assert catalog.model_source(NAME) == src and len(made) == 1      # converted once, read back the second time
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    "The hub out of reach, as on a machine without internet (asked afresh, not from this process's cached answer)."
+    from huggingface_hub import constants
+    monkeypatch.setattr(constants, 'HF_HUB_OFFLINE', True)
+    catalog.hub_reachable.cache_clear()
+    yield
+    catalog.hub_reachable.cache_clear()
+
+
+@pytest.mark.parametrize('backend', [[], ['--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--tokenizer', 'hung']])
+def test_an_unreachable_model_name_fails_at_once(offline, tmp_path, capsys, backend):
+    "--model (or --tokenizer) that is no named model, folder, GGUF or cached hub id, offline: one line naming what it can be, no hub retries."
+    import time
+    from numcook.cli import main
+    import numcook.lm.evaluation, numcook.nupa.benchmark       # (the command's imports, a few seconds, are not what is timed)
+    t0 = time.monotonic()
+    rc = main(['eval', 'nupa', '--model', 'hung', *backend, '--tasks', 'add_integer', '--lengths', '1', '--n', '2', '--out', str(tmp_path / 'e')])
+    err = capsys.readouterr().err.strip()
+    assert time.monotonic() - t0 < 2 and rc == 2, (time.monotonic() - t0, err)
+    assert err.splitlines() == [f"numcook eval: error: cannot load model 'hung': it is not a named model ({NAME}), a model folder, "
+                                "a .gguf file, or a hub id in the local cache, and the hub cannot be reached from here"]
+    assert not (tmp_path / 'e').exists()
+
+
+def test_a_served_model_names_its_tokenizer(tmp_path, capsys):
+    "Through a server, the tokenizer comes from --tokenizer (or a --model that names one here), never from a hub lookup of the served name."
+    from numcook.cli import main
+    rc = main(['eval', 'nupa', '--model', 'served-name', '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1',
+               '--tasks', 'add_integer', '--lengths', '1', '--n', '2', '--out', str(tmp_path / 'e')])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("numcook eval: error: give --tokenizer: the tokenizer of the served model 'served-name'"), err

@@ -538,6 +538,19 @@ def test_sigterm_releases_the_lock_and_leaves_an_incomplete_output(tmp_path):
     assert json.loads((tmp_path / 'g.config.json').read_text())['_complete'] is False
 
 
+@pytest.mark.parametrize('sig,rc,word', [(signal.SIGTERM, 143, 'terminated'), (signal.SIGINT, 130, 'interrupted')])
+def test_an_interrupt_ends_nupa_generate_with_workers_at_once(tmp_path, sig, rc, word):
+    "nupa generate --workers 2 in the middle of a long run: SIGTERM or Ctrl-C ends it, its workers with it, within 5 s and with one line."
+    p = _start(['nupa', 'generate', '--tasks', 'all', '--lengths', '1-100', '--n', '2000', '--workers', '2', '--yes', '--out', 'n.jsonl'], tmp_path)
+    time.sleep(3)                                 # the workers are busy (the whole run would take minutes)
+    assert p.poll() is None
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)            # (returns once the workers, which share its stderr, have ended too)
+    assert time.monotonic() - t0 < 5 and p.returncode == rc, (time.monotonic() - t0, p.returncode, err[-2000:])
+    assert err.strip().splitlines()[-1] == f'numcook nupa: {word}' and 'Traceback' not in err, err[-2000:]
+
+
 def test_workers_of_a_killed_parent_end_quietly(tmp_path):
     "gsm generate --workers 2 whose parent is killed: the workers end (no orphan keeps working) without a traceback."
     p = _start(BIG_RUN + ['--out', 'g.jsonl'], tmp_path)

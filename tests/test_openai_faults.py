@@ -131,3 +131,24 @@ def test_a_server_that_never_answers_is_given_up_on_in_time(server, tok_dir, tmp
 def test_timeout_flags_are_checked(tmp_path, capsys, flags, msg):
     args = ['eval', 'nupa', '--model', 'tiny', '--tasks', 'add_integer', '--lengths', '1', '--n', '1', *flags, '--out', str(tmp_path / 'e')]
     assert msg in one_line_error(capsys, args)
+
+
+@pytest.mark.parametrize('sig,rc,word', [('SIGTERM', 143, 'terminated'), ('SIGINT', 130, 'interrupted')])
+def test_an_interrupt_ends_a_run_against_a_server_that_never_answers(server, tok_dir, tmp_path, sig, rc, word):
+    "Default flags (300 s a try, 2 retries, 8 requests in flight): SIGTERM or Ctrl-C ends the command within 5 s with one line (the request threads do not keep it alive)."
+    import os, signal, subprocess, sys
+    server.fault = 'hang'
+    args = argv('nupa', server, tok_dir, tmp_path / 'e', '--no-chat-template')
+    args[args.index('--max-concurrency') + 1] = '8'
+    env = {**os.environ, 'NUMCOOK_PROGRESS': '0'}
+    p = subprocess.Popen([str(Path(sys.executable).parent / 'numcook'), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):                          # until the requests are out, held by the server
+        if server.posts >= 4 or p.poll() is not None: break
+        time.sleep(0.05)
+    assert p.poll() is None and server.posts >= 4
+    t0 = time.monotonic()
+    p.send_signal(getattr(signal, sig))
+    _, err = p.communicate(timeout=60)
+    assert time.monotonic() - t0 < 5, time.monotonic() - t0
+    assert p.returncode == rc and err.strip() == f'numcook eval: {word}', (p.returncode, err[-2000:])
+    assert not (tmp_path / 'e').exists()     # no answer came, so nothing was written and nothing is left (no lock either)

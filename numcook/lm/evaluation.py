@@ -38,7 +38,7 @@ class EvalSettings:
     timeout: float|None = param(None, lo=0, lo_open=True)  # seconds one try of a request may take (backend openai; default 300)
     max_retries: int|None = param(None, lo=0)  # tries after a failed one: timed out, refused, 429 or 5xx (backend openai; default 2)
     device_map: str|None = None       # 'auto': spread the model over the GPUs with accelerate (backend hf)
-    tokenizer: str|None = None        # tokenizer folder or hub id (backend openai; default: --model)
+    tokenizer: str|None = None        # the served model's tokenizer: a named model, folder or hub id (backend openai; default: --model when it is a named model or folder)
     limit: int|None = param(None, lo=1)  # evaluate only the first N samples
     batch_size: int = param(64, lo=1)  # prompts per batch
     device: str = 'auto'              # 'auto' (a GPU when there is one), 'cpu', 'cuda' or 'cuda:N'
