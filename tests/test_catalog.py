@@ -37,8 +37,8 @@ def offline(monkeypatch):
     catalog.hub_reachable.cache_clear()
 
 
-@pytest.mark.parametrize('backend', [[], ['--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--tokenizer', 'hung']])
-def test_an_unreachable_model_name_fails_at_once(offline, tmp_path, capsys, backend):
+@pytest.mark.parametrize('what,backend', [('model', []), ('tokenizer', ['--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--tokenizer', 'hung'])])
+def test_an_unreachable_model_name_fails_at_once(offline, tmp_path, capsys, what, backend):
     "--model (or --tokenizer) that is no named model, folder, GGUF or cached hub id, offline: one line naming what it can be, no hub retries."
     import time
     from numcook.cli import main
@@ -47,7 +47,7 @@ def test_an_unreachable_model_name_fails_at_once(offline, tmp_path, capsys, back
     rc = main(['eval', 'nupa', '--model', 'hung', *backend, '--tasks', 'add_integer', '--lengths', '1', '--n', '2', '--out', str(tmp_path / 'e')])
     err = capsys.readouterr().err.strip()
     assert time.monotonic() - t0 < 2 and rc == 2, (time.monotonic() - t0, err)
-    assert err.splitlines() == [f"numcook eval: error: cannot load model 'hung': it is not a named model ({NAME}), a model folder, "
+    assert err.splitlines() == [f"numcook eval: error: cannot load {what} 'hung': it is not a named model ({NAME}), a model folder, "
                                 "a .gguf file, or a hub id in the local cache, and the hub cannot be reached from here"]
     assert not (tmp_path / 'e').exists()
 
