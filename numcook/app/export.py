@@ -103,6 +103,8 @@ def export_plan(cfg:ExportConfig) -> tuple[list[str], list[int]|None, list[str]]
     names = task_names(cfg.tasks) if cfg.tasks else []
     lengths = parse_range(cfg.lengths, 'lengths', 1, MAX_LENGTH) if cfg.lengths is not None else None
     subsets = [s for s in cfg.gsm_subsets.split(',') if s]
+    twice = next((s for s in subsets if subsets.count(s) > 1), None)
+    if twice: raise NumcookError(f"--gsm-subsets {cfg.gsm_subsets!r} names {twice} twice: name each subset once (symbolic, medium, hard)")
     for s in subsets: generate_estimate(GenerateConfig(s, cfg.gsm_ops, cfg.gsm_per_op, cfg.gsm_context, cfg.gsm_seed))  # (checks them)
     if not names and not subsets: raise NumcookError("nothing to export: give NUPA --tasks or --gsm-subsets")
     return names, lengths, subsets
@@ -140,12 +142,15 @@ def _nupa_tasks(cfg:ExportConfig, out:Path, version:str, names:list[str], length
 
 GSM_FIELDS = ('id', 'subset', 'mode', 'template', 'op', 'target_length', 'problem', 'question', 'answer')
 
-def _gsm_tasks(cfg:ExportConfig, out:Path, version:str, subsets:list[str]) -> list[str]:
+def _gsm_docs(cfg:ExportConfig, subsets:list[str]) -> dict[str, list[dict]]:
+    "The documents of each GSM subset, made before anything is written (a problem that cannot be made stops the export there)."
     from numcook.gsm.generate import generate  # (two modules' `generate`: each exporter imports its own)
+    return {subset: [{**{k: p.get(k) for k in GSM_FIELDS}, 'prompt': gsm_prompt(p)}
+                     for p in generate(subset, cfg.gsm_ops, cfg.gsm_per_op, cfg.gsm_context, cfg.gsm_seed)] for subset in subsets}
+
+def _gsm_tasks(cfg:ExportConfig, out:Path, version:str, docs:dict[str, list[dict]]) -> list[str]:
     done = []
-    for subset in subsets:
-        recs = [{**{k: p.get(k) for k in GSM_FIELDS}, 'prompt': gsm_prompt(p)}
-                for p in generate(subset, cfg.gsm_ops, cfg.gsm_per_op, cfg.gsm_context, cfg.gsm_seed)]
+    for subset, recs in docs.items():
         write_jsonl(recs, out / 'data' / f'gsm_{subset}.jsonl')
         atomic_write(out / f'numcook_gsm_{subset}.yaml', _yaml(f'numcook_gsm_{subset}', 'numcook_gsm', f'data/gsm_{subset}.jsonl',
                                                                'process_gsm', [('exact_match', True)], cfg.gsm_max_new_tokens, version))
@@ -171,18 +176,21 @@ def previous_export(out:Path) -> list[str]:
 
 def export_lm_eval(out:str|Path, cfg:ExportConfig|None=None, yes:bool=False) -> list[str]:
     "Write the NUPA and GSM-Infinite tasks of `cfg` into folder `out` as lm-evaluation-harness tasks (replacing an earlier export there); return their names."
+    from numcook.gsm.generate import confirm_context, parse_context  # deferred: the GSM generator
     cfg, out = cfg or ExportConfig(), check_output_path(out, folder=True)
     names, lengths, subsets = export_plan(cfg)
     items, problems, size = export_estimate(cfg)
+    if subsets: confirm_context(parse_context(cfg.gsm_context), yes)
     confirm_large(size, EXPORT_LIMIT_BYTES, f"this export would write {items:,} NUPA items and {problems:,} GSM problems (~{size / 1e9:,.1f} GB)", yes)
     make_parents(out)
     with OutputLock(out):                                        # one export into a folder at a time
         old = previous_export(out)
+        gsm = _gsm_docs(cfg, subsets)
         planned = task_files([f'numcook_nupa_{n}' for n in names] + [f'numcook_gsm_{s}' for s in subsets]) + ['utils.py', 'README.md']
         (out / 'data').mkdir(parents=True, exist_ok=True)
         # until the export is complete, its config claims every file it may hold: a killed export is cleaned up by the next
         save_config(cfg, out / 'config.json', files=sorted(set(old) | set(planned)), _complete=False)
-        tasks = _nupa_tasks(cfg, out, __version__, names, lengths) + _gsm_tasks(cfg, out, __version__, subsets)
+        tasks = _nupa_tasks(cfg, out, __version__, names, lengths) + _gsm_tasks(cfg, out, __version__, gsm)
         atomic_write(out / 'utils.py', UTILS_PY)
         tags = [t for t in ('numcook_nupa', 'numcook_gsm') if any(n.startswith(t) for n in tasks)]
         atomic_write(out / 'README.md',

@@ -89,6 +89,10 @@ def float_arg(lo:float|None=None, hi:float|None=None, lo_open:bool=False) -> Cal
     return check
 
 # %% ../../nbs/core/03_config.ipynb #98b72d90
+def _within(lo, hi) -> str:
+    "Where the values of a range must lie, in words (a bound that is None is open)."
+    return f'lie in [{lo}, {hi}]' if lo is not None and hi is not None else f'be at least {lo}' if lo is not None else f'be at most {hi}'
+
 def parse_range(spec:str|int|Iterable[int], what:str='range', lo:int|None=None, hi:int|None=None) -> list[int]:
     "Parse `'1-20'`, `'3'` or `'1-5,8,10-12'` (or pass ints through) into a sorted list of ints within [lo, hi]."
     if isinstance(spec, int): vals = [spec]
@@ -103,10 +107,10 @@ def parse_range(spec:str|int|Iterable[int], what:str='range', lo:int|None=None, 
                 raise NumcookError(f"bad {what} {spec!r}: write it like '1-20', '5' or '1-5,8'") from None
             if a > b: raise NumcookError(f"bad {what} {spec!r}: {a} is larger than {b}")
             out = a if lo is not None and a < lo else max(a, hi + 1) if hi is not None and b > hi else None
-            if out is not None: raise NumcookError(f"bad {what} {spec!r}: values must lie in [{lo}, {hi}], got {out}")  # (before a huge range is listed)
+            if out is not None: raise NumcookError(f"bad {what} {spec!r}: values must {_within(lo, hi)}, got {out}")  # (before a huge range is listed)
             vals.extend(range(a, b + 1))
     bad = [v for v in vals if (lo is not None and v < lo) or (hi is not None and v > hi)]
-    if bad: raise NumcookError(f"bad {what} {spec!r}: values must lie in [{lo}, {hi}], got {bad[0]}")
+    if bad: raise NumcookError(f"bad {what} {spec!r}: values must {_within(lo, hi)}, got {bad[0]}")
     return sorted(set(vals))
 
 # %% ../../nbs/core/03_config.ipynb #496ee546

@@ -7,13 +7,14 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from ..core.errors import NumcookError
-from ..core.config import confirm_large, param
+from ..core.config import confirm_large, param, parse_range
 from ..core.outputs import check_not_input
 from ..lm.evaluation import EvalSettings, as_sent
 from ..lm.benchmark import Benchmark, accuracy, register_benchmark
 from .realistic import TEMPLATES
 from .score import accuracy_by_op, auc_table, gsm_prompt, score_reply
-from .generate import SUBSETS, GENERATOR_VERSION, GenerateConfig, _plan, generate, generate_estimate, read_problems
+from .generate import (SUBSETS, GENERATOR_VERSION, GenerateConfig, _plan, confirm_context, generate, generate_estimate,
+                                  read_problems)
 
 # %% auto #0
 __all__ = ['EVAL_LIMIT', 'GSM_BUDGET', 'GsmEval', 'gsm_samples', 'GsmBenchmark']
@@ -24,7 +25,7 @@ class GsmEval(EvalSettings):
     "The settings of `numcook eval gsm`: those every evaluation takes, and the problems (a file, or generated here)."
     problems: str|None = None                    # problems .jsonl written by 'numcook gsm generate' (default: generate them here)
     subset: str = param('hard', aliases=('--tasks',))  # symbolic, medium or hard ('list' lists subsets and templates)
-    ops: str = '2-30'                            # op counts, e.g. '2-30' or '2,5,10'
+    ops: str|None = None                         # op counts, e.g. '2-30' or '2,5,10' (default: 2-30; with --problems: every op of the file)
     per_op: int = param(100, lo=1)               # problems per op count
     context: str = '0'                           # target context: 0, 8k, 16k, 32k or a number of tokens
     mode: str = 'both'                           # forward, reverse or both (Medium/Hard)
@@ -33,12 +34,30 @@ class GsmEval(EvalSettings):
 EVAL_LIMIT = 100_000   # problems an evaluation runs at most without --yes
 GSM_BUDGET = 256       # the reply budget when --max-new-tokens is not given (a reply works the problem out first)
 
+_GENERATE_ONLY = ('subset', 'per_op', 'context', 'mode', 'template')   # settings that only say what to generate
+
 def _generate_config(s:GsmEval) -> GenerateConfig:
-    return GenerateConfig(s.subset, s.ops, s.per_op, s.context, s.seed, s.mode, s.template)
+    return GenerateConfig(s.subset, s.ops or GenerateConfig.ops, s.per_op, s.context, s.seed, s.mode, s.template)
+
+def _file_problems(s:GsmEval) -> list[dict]:
+    "The problems of file `s.problems` (those of `s.ops` when given); generation settings besides are a one-line error."
+    fields = GsmEval.__dataclass_fields__
+    given = [k for k in _GENERATE_ONLY if getattr(s, k) != fields[k].default]
+    if given: raise NumcookError(f"--{given[0].replace('_', '-')} says what to generate, but --problems gives the problems: "
+                                 f"leave it out (choose among the file's problems with --ops or --limit)")
+    problems = read_problems(s.problems, text=True)
+    if s.ops is None: return problems
+    ops = set(parse_range(s.ops, 'ops', lo=1, hi=1000))
+    kept = [p for p in problems if p['op'] in ops]
+    if not kept:
+        have = sorted({p['op'] for p in problems})
+        raise NumcookError(f"--ops {s.ops}: no problem of {s.problems} has these ops (it holds ops "
+                           f"{', '.join(map(str, have[:12]))}{', ...' if len(have) > 12 else ''}); give some of them, or leave out --ops")
+    return kept
 
 def gsm_samples(s:GsmEval, tok, chat:bool) -> list[dict]:
-    "The problems of `s` (read or generated, the first `s.limit`), each with its prompt as sent and gold answer."
-    if s.problems: problems = read_problems(s.problems, text=True)[:s.limit]
+    "The problems of `s` (read, those of `--ops` if given, or generated; the first `s.limit`), each with its prompt as sent and gold answer."
+    if s.problems: problems = _file_problems(s)[:s.limit]
     else:
         cfg = _generate_config(s)
         problems = list(itertools.islice(generate(cfg.subset, cfg.ops, cfg.per_op, cfg.context, cfg.seed, cfg.mode, cfg.template), s.limit))
@@ -55,10 +74,11 @@ class GsmBenchmark(Benchmark):
     def listing(self):
         return '\n'.join([f"subset   {name}" for name in SUBSETS] + [f"template {', '.join(TEMPLATES)} (Medium and Hard)"])
     def check(self, s):
-        if s.problems: check_not_input(s.out, s.problems); read_problems(s.problems, text=True)
+        if s.problems: check_not_input(s.out, s.problems); _file_problems(s)
         else: _plan(_generate_config(s))
     def estimate(self, s):
         if s.problems: return
+        confirm_context(_plan(_generate_config(s))[1], s.yes)
         n = min(generate_estimate(_generate_config(s))[0], s.limit or float('inf'))
         confirm_large(n, EVAL_LIMIT, f"this run would evaluate {n:,} problems", s.yes)
     def samples(self, s, lm, chat): return gsm_samples(s, lm.tokenizer, chat)
@@ -68,8 +88,9 @@ class GsmBenchmark(Benchmark):
     def protocol(self, s, lm, chat): return {'chat_template': chat, 'system_prompt': s.system_prompt, 'prompt': 'gsm_prompt'}
     def decoding(self, s): return {'sampling': 'greedy', 'max_new_tokens': s.max_new_tokens or GSM_BUDGET}
     def task(self, s):
-        return ({'problems': s.problems} if s.problems else
-                {k: getattr(s, k) for k in ('subset', 'ops', 'per_op', 'context', 'mode', 'template', 'seed')})
+        if s.problems: return {'problems': s.problems, **({'ops': s.ops} if s.ops else {})}
+        cfg = _generate_config(s)
+        return {k: getattr(cfg, k) for k in ('subset', 'ops', 'per_op', 'context', 'mode', 'template', 'seed')}
     def summarize(self, recs):
         if not recs: return [], accuracy(recs)
         acc = accuracy_by_op(recs, by=('subset', 'context'))

@@ -24,10 +24,10 @@ from .score import accuracy_by_op, auc_table, average_score, score_reply
 
 # %% auto #0
 __all__ = ['SUBSETS', 'MODES', 'GENERATOR_VERSION', 'GENERATE_LIMIT_BYTES', 'CONTEXT_LIMIT', 'parse_context', 'context_label',
-           'check_subset', 'make_problem', 'sym_batch_size', 'symbolic_records', 'symbolic_json_lines',
+           'check_subset', 'make_problem', 'problem_id', 'sym_batch_size', 'symbolic_records', 'symbolic_json_lines',
            'GenerateConfig', 'generate', 'json_lines', 'generate_batches', 'generate_lines', 'read_problems',
-           'read_replies', 'score_records', 'GenerateCommand', 'ScoreCommand', 'generate_estimate', 'generate_command',
-           'score_command']
+           'read_replies', 'score_records', 'GenerateCommand', 'ScoreCommand', 'confirm_context', 'generate_estimate',
+           'generate_command', 'score_command']
 
 # %% ../../nbs/gsm/45_generate.ipynb #fd0576a3
 SUBSETS = ('symbolic', 'medium', 'hard')
@@ -95,11 +95,15 @@ def _make_problem(subset, op, mode, template, context, seed, index, counter):
     return _record(subset, mode, template, op, index, context, text, question, solution, answer, length, counter, seed,
                    n_core, n - n_core, graph)
 
+def problem_id(subset:str, mode:str, context:int, op:int, seed:int, index) -> str:
+    "The id of a problem: its subset, mode, context, op, seed and index, like `hard-reverse-8k-op12-s0-3`."
+    lab = _LABELS.get(context) or _LABELS.setdefault(context, context_label(context))
+    return f'{subset}-{mode}-{lab}-op{op}-s{seed}-{index}'
+
 def _record(subset, mode, template, op, index, context, text, question, solution, answer, length, counter, seed,
             n_core, n_noise, graph) -> dict:
     "A problem record: every field of the JSON Lines files, in a fixed order."
-    lab = _LABELS.get(context) or _LABELS.setdefault(context, context_label(context))
-    return {'id': f'{subset}-{mode}-{lab}-op{op}-{index}', 'subset': subset, 'mode': mode,
+    return {'id': problem_id(subset, mode, context, op, seed, index), 'subset': subset, 'mode': mode,
             'template': template, 'op': op, 'problem': text, 'question': question, 'solution': solution, 'answer': answer,
             'target_length': context, 'length': length, 'tokenizer': counter.label, 'seed': seed,
             'n_core_sentences': n_core, 'n_noise_sentences': n_noise, 'graph': graph}
@@ -242,7 +246,7 @@ def _tasks(cfg:GenerateConfig, ops:list[int], ctx:int) -> list[tuple[int, int, i
 def _task_ids(cfg:GenerateConfig, task:tuple, ctx:int, modes:list[str]) -> list[str]:
     "The record ids a task will produce (to skip finished tasks without making them)."
     op, i0, count = task
-    return [f'{cfg.subset}-{modes[i % len(modes)]}-{context_label(ctx)}-op{op}-{i}' for i in range(i0, i0 + count)]
+    return [problem_id(cfg.subset, modes[i % len(modes)], ctx, op, cfg.seed, i) for i in range(i0, i0 + count)]
 
 def _task_records(cfg:GenerateConfig, task:tuple, ctx:int, modes:list[str], templates:list, counter:TokenCounter) -> list[dict]:
     "The records of one task."
@@ -324,8 +328,14 @@ def read_replies(path) -> list[dict]:
     return [{**r, 'reply': r['output']} if 'reply' not in r and r.get('output') is not None else r for r in recs]
 
 def score_records(problems:list[dict], replies:list[dict]) -> list[dict]:
-    "Scored records for the replies whose ids are among the problems (a reply to no problem, or a problem with no reply, is reported)."
+    "Scored records for the replies whose ids are among the problems (a reply to no problem, or a problem with no reply, is reported; a reply that carries another gold answer is refused)."
     byid = {p['id']: p for p in problems}
+    other = [r for r in replies if r.get('id') in byid and 'gold' in r and r['gold'] != byid[r['id']]['answer']]
+    if other:
+        r = other[0]
+        raise NumcookError(f"{len(other)} of {len(replies)} replies carry another gold answer than the problem of their id "
+                           f"(e.g. {r['id']}: {r['gold']!r} in --replies, {byid[r['id']]['answer']!r} in --problems): "
+                           f"the replies were made from other problems; give the problems file they were made from")
     out = []
     for r in replies:
         if r.get('id') not in byid: continue
@@ -353,10 +363,14 @@ class ScoreCommand:
 
 # the version of what the generators write: bumped whenever the records of a seed and settings change, so that a
 # file is never resumed with records of another version (2: Symbolic noise in position space; 3: all subsets drawn
-# like the public generator's problems, and lines written by orjson: compact separators, UTF-8)
-GENERATOR_VERSION = 3
+# like the public generator's problems, and lines written by orjson: compact separators, UTF-8; 4: ids carry the seed)
+GENERATOR_VERSION = 4
 _RESUME_SAME = ('subset', 'seed', 'mode', 'template', 'tokenizer', 'context_tokens', 'generator')  # ops and per_op may grow
 GENERATE_LIMIT_BYTES, CONTEXT_LIMIT = 4e9, 131072   # above these, `generate` asks for --yes
+
+def confirm_context(ctx:int, yes:bool=False):
+    "Ask for `--yes` before problems of more than `CONTEXT_LIMIT` tokens (each takes a minute and gigabytes to make)."
+    confirm_large(ctx, CONTEXT_LIMIT, f"a problem of {ctx:,} tokens takes about {ctx * 6e-5:.0f} s and {ctx * 3e-6:.1f} GB of memory to make", yes)
 
 def generate_estimate(cfg:GenerateConfig) -> tuple[int, float]:
     "(problems, bytes) a `generate` run writes: about 9 bytes per context token and 300 per op, plus 1 kB, per problem."
@@ -368,7 +382,7 @@ def generate_command(c:GenerateCommand) -> int:
     cfg = GenerateConfig(**{f: getattr(c, f) for f in GenerateConfig.__dataclass_fields__})
     ops, ctx, _, _ = _plan(cfg)                  # validates every argument before touching files
     n_problems, size = generate_estimate(cfg)
-    confirm_large(ctx, CONTEXT_LIMIT, f"a problem of {ctx:,} tokens takes about {ctx * 6e-5:.0f} s and {ctx * 3e-6:.1f} GB of memory to make", c.yes)
+    confirm_context(ctx, c.yes)
     confirm_large(size, GENERATE_LIMIT_BYTES, f"this run would write {n_problems:,} problems (~{size / 1e9:,.1f} GB)", c.yes)
     TokenCounter(cfg.tokenizer)                  # (and that the tokenizer loads)
     reuse_freed_memory()                         # (batches of large arrays: keep their memory, see utils)

@@ -54,7 +54,7 @@ class _Noise:
         while len(self.slots) < total:
             n_places = min(len(self.places) - self.place_i, -(-(total - len(self.slots)) // K) + 1)
             if n_places <= 0:
-                raise NumcookError('the target context is longer than this template can fill with noise; ask for a shorter --context')
+                raise NumcookError('the target context is longer than this template can fill with noise; ask for a shorter context')
             places = self.places[self.place_i:self.place_i + n_places]; self.place_i += n_places
             kinds = self.gen.permuted(np.tile(np.arange(K), (n_places, 1)), axis=1).tolist()
             slots = [('N', p, a) for p, row in zip(places, kinds) for a in row]

@@ -37,9 +37,13 @@ class ZehEval(EvalSettings):
 
 RUN_LIMIT = 1_000_000   # instances a run verifies at most without --yes
 
+def _default_strategy(backend:str) -> str:
+    "The strategy of a run given no `--strategy`: trie_gather (`ZehConfig`'s default) in this process, logprobs through a server."
+    return ZehConfig.strategy if backend == 'hf' else 'logprobs'
+
 def zeh_run_config(s:ZehEval) -> ZehConfig:
     "The `ZehConfig` of command-line settings `s` (the strategy: trie_gather, the default, in this process; logprobs through a server)."
-    strategy = s.strategy or (ZehConfig.strategy if s.backend == 'hf' else 'logprobs')
+    strategy = s.strategy or _default_strategy(s.backend)
     return ZehConfig(model=s.model, family=s.family, prompt=s.prompt, strategy=strategy, min_size=s.min_size, max_size=s.max_size,
                      sample=s.sample, seed=s.seed, stop=s.stop, batch_size=s.batch_size, slack_tokens=s.slack_tokens,
                      max_new_tokens=s.max_new_tokens, limit=s.limit, device=s.device, dtype=s.dtype,
@@ -109,7 +113,7 @@ def folder_config(d:Path) -> ZehConfig:
     if saved.get('benchmark') != 'zeh': raise NumcookError(f"{d} is not a ZEH results folder (its config.json is of another benchmark)")
     names = {f.name for f in dataclasses.fields(ZehConfig)}
     got = {k: v for k, v in (saved.get('settings') or {}).items() if k in names}
-    if got.get('strategy') is None: got['strategy'] = ZehConfig.strategy
+    if got.get('strategy') is None: got['strategy'] = _default_strategy((saved.get('settings') or {}).get('backend', 'hf'))
     return ZehConfig(**got)
 
 def folder_summary(d:str|Path) -> tuple[list[dict], dict]:
@@ -119,6 +123,10 @@ def folder_summary(d:str|Path) -> tuple[list[dict], dict]:
     if not (d / 'config.json').exists(): raise NumcookError(f"{d} is not a ZEH results folder (no config.json)")
     cfg = folder_config(d)
     records = [upgrade_record(r, 'zeh') for r in read_records(d / 'results.jsonl', 'results', _RESULT_FIELDS, config=d / 'config.json', empty_ok=True)]
+    fams = sorted({r['family'] for r in records if 'family' in r})
+    if fams and fams != [cfg.family]:
+        raise NumcookError(f"{d}: config.json names family {cfg.family!r}, but its records are of {', '.join(map(repr, fams))}; "
+                           f"restore the config.json that was written with them, or give a folder of one run")
     timings = read_records(d / 'timings.jsonl', 'timings', {'seconds': float}, key=None, empty_ok=True) if (d / 'timings.jsonl').exists() else []
     return size_rows(records), summarize(records, cfg, timings, limiter_output=_saved_limiter_output(d))
 
