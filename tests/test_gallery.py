@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from numcook.app.gallery import fingerprint, output_hashes, published, stale_figures, write_config
+from numcook.app.compare import output_hashes
+from numcook.app.gallery import fingerprint, published, stale_figures, write_config
 from numcook.core.errors import NumcookError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -209,7 +209,7 @@ def test_zoo_notebook_on_a_tiny_synthetic_zoo(tmp_path):
 
 
 def test_released_default_is_byte_identical_across_runs(tmp_path):
-    from numcook.app.gallery import output_hashes
+    from numcook.app.compare import output_hashes
     a = run('zeh_tab5_structured', tmp_path / 'a')
     b = run('zeh_tab5_structured', tmp_path / 'b')
     ha, hb = output_hashes(a), output_hashes(b)

@@ -3,7 +3,7 @@ import json
 import pandas as pd
 import pytest
 from numcook.app.repro import repo_root, run_notebook
-from numcook.app.gallery import output_hashes
+from numcook.app.compare import output_hashes
 from claims_check import checked_claims
 
 SMALL = dict(model_size='micro', steps=4, batch_size=8, n_test=3, n_per_length=30, seeds='0,1', workers=1, dpi=40)
