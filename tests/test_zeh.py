@@ -146,3 +146,24 @@ def test_shared_trie_passes_write_the_records_of_one_pass_per_batch(models, stop
     assert {i: r['correct'] for i, r in r1.items()} == {i: expected[i] for i in r1}
     assert (s1['zeh'], s1['limiter'], s1['samples']) == (s2['zeh'], s2['limiter'], s2['samples'])
     if stop == 'horizon': assert len(r1) < len(expected)   # it stopped after the failing batch, not after the shared pass
+
+
+@pytest.mark.parametrize('arch,scenario', [('llama', 'within_size_boundary'), ('llama', 'continues_past_gold'), ('qwen2', 'split_size_boundary')])
+def test_every_recorded_output_is_the_text_plain_greedy_decoding_prints(models, arch, scenario):
+    "On every strategy, a record's output is what brute-force greedy decoding of its prompt prints, a record without one keeps a prefix of it, and the limiter shows it whole."
+    from numcook.zeh.verify import Verifier
+    from zeh_helpers import oracle_greedy
+    model, tok = models[arch]
+    fam, expected = scripted_family('multiplication', model, tok, 4, name=f'mul-out-{scenario}', **SCENARIOS[scenario])
+    v = Verifier(model, tok, fam, fam.prompt('baseline'), 8)
+    plain = {}
+    for n in range(1, 5):
+        for inst in fam.instances(n):
+            it = v.item(inst); gen, _ = oracle_greedy(model, it.prompt_ids, it.budget, v.stop_ids)
+            plain[inst.id] = tok.decode(gen)
+    for strat in EXACT:
+        s, recs = run(model, tok, fam, strat, 4, stop='all', bs=4)
+        for i, r in recs.items():
+            if r['output'] is not None: assert r['output'] == plain[i], (strat, i, r)
+            else: assert plain[i].startswith(r['output_prefix']) and not r['correct'], (strat, i, r)
+        if s['limiter'] is not None: assert s['limiter']['output'] == plain[s['limiter']['id']], strat
