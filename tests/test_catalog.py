@@ -59,3 +59,17 @@ def test_a_served_model_names_its_tokenizer(tmp_path, capsys):
                '--tasks', 'add_integer', '--lengths', '1', '--n', '2', '--out', str(tmp_path / 'e')])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith("numcook eval: error: give --tokenizer: the tokenizer of the served model 'served-name'"), err
+
+
+@pytest.mark.parametrize('argv', [['eval', 'zeh', '--model', 'hung'], ['eval', 'nupa', '--model', 'BOGUS'], ['eval', 'gsm', '--model=/no/such/folder'],
+                                  ['finetune', '--base', 'BOGUS']])
+def test_a_model_that_cannot_be_one_is_refused_before_torch_loads(tmp_path, argv):
+    "The whole command, in a fresh process offline: the one-line refusal comes before torch (five seconds of imports on 2 cores) is imported."
+    import os, subprocess, sys
+    bogus = tmp_path / 'bogus.gguf'; bogus.write_text('not a gguf')
+    argv = [a.replace('BOGUS', str(bogus)) for a in argv]
+    code = f"import sys; from numcook.cli import main; rc = main({argv!r}); print(rc, 'torch' in sys.modules)"
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+    assert r.stdout.split() == ['2', 'False'], (r.stdout, r.stderr[-2000:])
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f'numcook {argv[0]}: error: cannot load model'), err
