@@ -399,7 +399,7 @@ def test_estimates_say_the_number_and_the_flag(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = refused(capsys, ['nupa', 'generate', '--lengths', '1-1000', '--out', 'o.jsonl'], 'add --yes', tmp_path)
     assert 'up to 55,000,000 items' in line
-    line = refused(capsys, ['zeh', 'run', '--model', 'x', '--family', 'parity', '--max-size', '22', '--stop', 'all', '--out', 'z'],
+    line = refused(capsys, ['zeh', 'run', '--model', 'smollm2-135m-instruct', '--family', 'parity', '--max-size', '22', '--stop', 'all', '--out', 'z'],
                    'add --yes', tmp_path)
     assert f'up to {2 ** 23 - 2:,} instances' in line
     import numcook.nupa.tasks as N

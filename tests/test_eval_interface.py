@@ -132,7 +132,7 @@ def test_the_same_flags_and_the_paper_defaults():
     d = NupaEval()
     assert (d.tasks, d.lengths, d.n, d.sampling) == ('nupa41', None, 1000, 'greedy')
     with pytest.raises(NumcookError, match='add --yes'):       # the paper's test is large: estimated, and asked for
-        run('nupa', '--model', 'x', '--device', 'cpu', '--out', 'never-written')
+        run('nupa', '--model', 'smollm2-135m-instruct', '--device', 'cpu', '--out', 'never-written')
 
 
 def test_the_old_spellings_still_work(models, tmp_path):

@@ -14,7 +14,7 @@ from numcook.core.outputs import read_records
 import numcook.lm.catalog as catalog
 from numcook.lm.models import load_model, load_model_and_tokenizer
 from numcook.nupa.train import TrainConfig, train
-from test_openai_faults import Faulty, LIFETIME, argv, one_line_error, tok_dir  # noqa: F401 (tok_dir: a fixture)
+from test_openai_faults import Faulty, argv, one_line_error, serving, tok_dir  # noqa: F401 (tok_dir: a fixture)
 
 torch.set_num_threads(1)
 NAME = 'smollm2-135m-instruct'
@@ -333,17 +333,7 @@ class Endless(Faulty):
 
 @pytest.fixture
 def server():
-    import http.server, time
-    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Endless)
-    srv.daemon_threads, srv.timeout = True, 0.1
-    srv.fault, srv.posts, srv.nulls, srv.sent, srv.lock, srv.release, stop = None, 0, 0, 0, threading.Lock(), threading.Event(), threading.Event()
-    end = time.monotonic() + LIFETIME
-    def serve():
-        while not stop.is_set() and time.monotonic() < end: srv.handle_request()
-    t = threading.Thread(target=serve, daemon=True); t.start()
-    srv.url = f'http://127.0.0.1:{srv.server_address[1]}/v1'
-    yield srv
-    stop.set(); srv.release.set(); t.join(5); srv.server_close()
+    yield from serving(Endless)
 
 
 @pytest.mark.parametrize('fault', ['endless', 'declared'])

@@ -39,12 +39,11 @@ class Faulty(http.server.BaseHTTPRequestHandler):
         self._send({'id': f'cmpl-{n}', 'choices': [choice]})
 
 
-@pytest.fixture
-def server():
-    "Start a faulty server; it serves until the test ends or LIFETIME passes, whichever comes first."
-    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Faulty)
+def serving(handler=Faulty):
+    "A server with request `handler` (a `Faulty`), serving until the caller is done or LIFETIME passes, whichever comes first."
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
     srv.daemon_threads, srv.timeout = True, 0.1
-    srv.fault, srv.posts, srv.nulls, srv.lock, srv.release, stop = None, 0, 0, threading.Lock(), threading.Event(), threading.Event()
+    srv.fault, srv.posts, srv.nulls, srv.sent, srv.lock, srv.release, stop = None, 0, 0, 0, threading.Lock(), threading.Event(), threading.Event()
     end = time.monotonic() + LIFETIME
     def serve():
         while not stop.is_set() and time.monotonic() < end: srv.handle_request()
@@ -52,6 +51,12 @@ def server():
     srv.url = f'http://127.0.0.1:{srv.server_address[1]}/v1'
     yield srv
     stop.set(); srv.release.set(); t.join(5); srv.server_close()
+
+
+@pytest.fixture
+def server():
+    "Start a faulty server for one test."
+    yield from serving()
 
 
 @pytest.fixture(scope='module')
@@ -129,7 +134,7 @@ def test_a_server_that_never_answers_is_given_up_on_in_time(server, tok_dir, tmp
                                        (['--max-retries', '-1'], 'argument --max-retries: expected an integer >= 0'),
                                        (['--backend', 'hf', '--timeout', '5'], '--timeout is for --backend openai')])
 def test_timeout_flags_are_checked(tmp_path, capsys, flags, msg):
-    args = ['eval', 'nupa', '--model', 'tiny', '--tasks', 'add_integer', '--lengths', '1', '--n', '1', *flags, '--out', str(tmp_path / 'e')]
+    args = ['eval', 'nupa', '--model', 'smollm2-135m-instruct', '--tasks', 'add_integer', '--lengths', '1', '--n', '1', *flags, '--out', str(tmp_path / 'e')]
     assert msg in one_line_error(capsys, args)
 
 
