@@ -4,7 +4,7 @@
 
 # %% ../nbs/app/90_cli.ipynb #d44ac593
 from __future__ import annotations
-import argparse, contextlib, dataclasses, difflib, os, shlex, signal, sys, threading, traceback
+import argparse, ast, contextlib, dataclasses, difflib, inspect, io, os, shlex, signal, sys, textwrap, threading, tokenize, traceback
 from pathlib import Path
 from typing import Callable
 from . import __version__
@@ -29,13 +29,29 @@ def _add_docs(p:argparse.ArgumentParser):
         for action, name in actions: action.help = docs.get(name, '').replace('%', '%%') + action.help
     p._numcook_docs = []
 
+def _field_comments(cls) -> dict:
+    "Field name -> its comment, for the fields dataclass `cls` declares itself: the comment on the field's (first) line, else the comment lines right above it (up to the field before), else None."
+    src = textwrap.dedent(inspect.getsource(cls))      # (the rule fastcore's `docments` follows; the stdlib reads it)
+    body = ast.parse(src).body
+    if len(body) != 1 or not isinstance(body[0], ast.ClassDef): return {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    lines = {a.lineno: a.target.id for a in body[0].body if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name)}
+    comments = {t.start[0]: t.string[1:] for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT}
+    out = {}
+    for line, name in lines.items():
+        if name not in names or name in out: continue
+        if line in comments: out[name] = comments[line].strip(); continue
+        above, k = [], line - 1
+        while k in comments and k not in lines: above.append(comments[k]); k -= 1
+        out[name] = textwrap.dedent('\n'.join(reversed(above))) if above else None
+    return out
+
 def _docs(cls) -> dict:
     "Field name -> its trailing comment, for dataclass `cls` and the dataclasses it extends."
-    from fastcore.docments import docments  # deferred: only when flags get their help
     out = {}
     for c in reversed(cls.__mro__):
         if not dataclasses.is_dataclass(c) or c is object: continue
-        try: out.update({k: v for k, v in docments(c).items() if v})
+        try: out.update({k: v for k, v in _field_comments(c).items() if v})
         except (OSError, TypeError): pass       # a class without source (built at run time): no help
     return out
 
