@@ -1,6 +1,6 @@
 """Build the numcook docs site (default `_docs/`) with Sphinx and MyST-NB from `nbs/`, `papers_repro/` and `figures/`.
 
-    python scripts/build_docs.py [--out _docs] [--jobs 2]
+    python scripts/build_docs.py [--out _docs] [--jobs 2] [--cell-timeout 600]
 
 Staging writes what Sphinx reads into `_proc/` (the folder nbdev uses for processed notebooks):
 - every notebook of `nbs/`, with nbdev's `show_doc` cells added after each export (signature, docstring, source
@@ -12,7 +12,13 @@ Staging writes what Sphinx reads into `_proc/` (the folder nbdev uses for proces
   to `figures/<name>/` (figures, claims and CSV tables, config) with the command that regenerates it.
 
 Sphinx then executes (or takes from the cache) and renders every page; any warning fails the build, so a broken
-internal link or image, a missing page or a failing cell stops it with a one-line reason and exit status 1.
+internal link or image, a missing page or a failing cell stops it with a one-line reason and exit status 1. A failed
+cell is named by its notebook in nbs/, its number there and its first line, with what happened: the exception it
+raised, the cell limit it ran past (`--cell-timeout`, 600 s: a guard against a hung cell), or the kernel dying under
+it. jupyter-cache stores each notebook as it succeeds, and the build goes on past a failed one, so the next build
+executes only the notebooks that failed or changed. After every build, failed or not, the slowest cells are listed
+with their seconds (docs/conf.py times every executed cell and jupyter-cache keeps the times with the outputs), and
+any cell over CELL_BUDGET (60 s, what a reading group can wait for) is flagged.
 Staged files are rewritten only when they change, so Sphinx's incremental build re-reads only what changed.
 
 Why Sphinx + MyST-NB: measured against MkDocs + mkdocs-jupyter (+ mkdocstrings) on this repository, see the
@@ -39,6 +45,11 @@ CSV_ROWS = 25  # rows of a gallery table shown on its page (the download link ha
 PAPER_OF = {"cookbook": "nupa", "nupa": "nupa", "zeh": "zeh", "gsm": "gsm"}  # a papers_repro notebook's paper (a LAYERS key), by its name's first word
 VERDICTS = {"yes": "yes", "no": "no", "undecided": "undecided", "not tested": "not tested"}  # claims.csv's `supported`, as the overview says it
 THIS_RUN, CHECKS = "this run", ("released data", "printed tables")  # claims.csv's `evidence_from`: a reproduction, or a consistency check
+CELL_BUDGET = 60    # seconds a cell should take at most on a 2-core machine (a reading group runs the tutorials live): the
+                    # build lists the SLOWEST cells after every build and flags those over it
+CELL_TIMEOUT = 600  # seconds after which a cell fails the build: a guard against a hung cell, ten times the budget, so that
+                    # a correct build on a loaded machine (two kernels and another job on two cores) still meets it
+SLOWEST = 10
 
 
 class BuildError(Exception):
@@ -175,6 +186,8 @@ def stage_notebook(src: Path, link: "Callable[[str], str]") -> str:
     try: nb = read_nb(src)
     except Exception as e: raise BuildError(f"broken notebook {rel(src)}: not a readable notebook ({type(e).__name__}: {e})")
     mod = next((m.group(1) for c in nb.cells if (m := re.search(r"^#\|\s*default_exp\s+(\S+)", c.source, re.M))), "")
+    number = {id(c): (i, c) for i, c in enumerate(nb.cells)}  # a cell's number in the source notebook (nbdev renumbers idx_;
+                                                             # the cell is held, so that no new cell takes its id)
     NBProcessor(nb=nb, procs=[add_show_docs, mv_exports]).process()
     cells, run = [], []
     for c in nb.cells + [None]:  # nbdev inserts a cell's show_docs in reverse: put them back in source order
@@ -193,7 +206,8 @@ def stage_notebook(src: Path, link: "Callable[[str], str]") -> str:
     key = mk_cell(f"_MOD = {mod!r}\n{SHOW_DOC}{PANDAS}# numcook code key {key}",
                   metadata={"tags": ["remove-cell"]})
     nb.cells = [key] + cells
-    nb.metadata["numcook_source"] = str(src)  # so that a failing cell is reported against its notebook in nbs/
+    nb.metadata["numcook_source"] = str(src)  # so that a failing or slow cell is reported against its notebook in nbs/ ...
+    nb.metadata["numcook_cells"] = [number[id(c)][0] if id(c) in number else None for c in nb.cells]  # ... and its cell there (None: a cell the build added)
     return nb2str(nb)
 
 
@@ -458,14 +472,45 @@ def cached_traceback(proc: Path, notebook: str) -> str | None:
         return None
 
 
+CELL_MARK = "numcook-docs-cell: "  # docs/conf.py appends this line, with JSON naming notebook and cell, to a failed cell's error
+
+
+def marked_cells(text: str) -> list[dict]:
+    "What docs/conf.py said about each failed cell in `text` (a log or a traceback): notebook, cell, first line, error, seconds."
+    out = []
+    for m in re.finditer(r"^.*?" + re.escape(CELL_MARK) + r"(\{.*\})\s*$", text or "", re.M):
+        try: out.append(json.loads(m.group(1)))
+        except ValueError: pass
+    return list({json.dumps(d, sort_keys=True): d for d in out}.values())  # a parallel build repeats a reader's warning
+
+
+def cell_failure(d: dict) -> str:
+    "One line for a failed cell that docs/conf.py marked: `broken notebook NB: cell N ('its first line') ...` and what happened."
+    where = (f"cell {d['cell']}" if d.get("cell") is not None else "the build's setup cell" if d.get("staged") == 0
+             else f"a cell the build added (staged cell {d.get('staged', '?')})")
+    head = f"broken notebook {rel(d.get('notebook') or '?')}: {where} ({d.get('first', '')[:60]!r})"
+    err = d.get("error") or "CellExecutionError"
+    if err == "CellTimeoutError":
+        return (f"{head} ran past the {d.get('timeout')} s cell limit (CellTimeoutError); every notebook that succeeded is "
+                f"cached: the next build runs only the failed ones")
+    if err == "DeadKernelError":
+        return f"{head}: the kernel died after {d.get('seconds')} s (DeadKernelError: out of memory?)"
+    return f"{head} raised {err}: {str(d.get('message', ''))[:160]}"
+
+
 def failure(log: str, proc: Path) -> str:
     "One line naming what failed, from Sphinx's warnings: a cell (notebook, cell number, error) or the first warning."
     saved = re.search(r"full traceback has been saved in:?\s*(\S+?)\.?$", log, re.M)  # a parallel reader's failure
     if saved and Path(saved.group(1)).is_file(): log += "\n" + Path(saved.group(1)).read_text(errors="replace")
     log = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", log)  # tracebacks come coloured
-    m = re.search(r"(?:Executing notebook failed: \w+|executing the following cell:).*?-{3,}\n(.*?)\n\s*-{3,}.*?\n\s*(\w+(?:Error|Exception)\w*): ([^\n]*)", log, re.S)
     nb = re.search(r"ExecutionError: (\S+\.ipynb)", log) or re.search(r"(\S+\.ipynb)[^\n]*Executing notebook failed", log)
-    if nb and not m and (tb := cached_traceback(proc, nb.group(1))):  # a parallel reader's error may carry no cell: the cache has it
+    if not (marked := marked_cells(log)) and nb:  # a parallel reader's error may carry no cell: the cache has its traceback
+        marked = marked_cells(cached_traceback(proc, nb.group(1)) or "")
+    if marked:
+        more = len({d.get("notebook") for d in marked}) - 1
+        return cell_failure(marked[0]) + (f" (and {more} more failed notebook{'s' * (more > 1)}: see {rel(proc / '.sphinx.log')})" if more else "")
+    m = re.search(r"(?:Executing notebook failed: \w+|executing the following cell:).*?-{3,}\n(.*?)\n\s*-{3,}.*?\n\s*(\w+(?:Error|Exception)\w*): ([^\n]*)", log, re.S)
+    if nb and not m and (tb := cached_traceback(proc, nb.group(1))):
         m = re.search(r"executing the following cell:.*?-{3,}\n(.*?)\n\s*-{3,}.*?\n\s*(\w+(?:Error|Exception)\w*): ([^\n]*)",
                       re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", tb), re.S)
     if m and nb:
@@ -488,35 +533,76 @@ def failure(log: str, proc: Path) -> str:
     return line[:400]
 
 
-def sphinx(cmd: list, env: dict) -> tuple[int, str]:
-    "Run Sphinx; echo docs/conf.py's line per notebook read (executed, or from the cache) as it comes; (exit status, log)."
+def sphinx(cmd: list, env: dict) -> tuple[int, str, dict]:
+    "Run Sphinx; echo docs/conf.py's line per notebook read (executed, or from the cache) as it comes; (exit status, log, page -> how)."
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines, n = [], 0
+    lines, how = [], {}
     for line in p.stdout:
         lines.append(line)
         if m := re.match(r"\[numcook-docs\] (.+)", line):
-            n += 1
-            print(f"docs: [{n}] {m.group(1)}", flush=True)
-    return p.wait(), "".join(lines)
+            how.update([m.group(1).split(": ", 1)] if ": " in m.group(1) else [])
+            print(f"docs: [{len(how)}] {m.group(1)}", flush=True)
+    return p.wait(), "".join(lines), how
+
+
+def cell_times(proc: Path) -> list[dict]:
+    """Every executed cell of the staged notebooks whose outputs jupyter-cache holds, with the seconds it took when it
+    ran (docs/conf.py records them in the cached notebook): page, notebook in nbs/, cell number there, first line."""
+    import nbformat
+    from jupyter_cache import get_cache
+    cache, rows = get_cache(str(proc / ".jupyter_cache")), []
+    for staged in sorted(f for f in proc.rglob("*.ipynb") if not any(s.startswith(".") for s in f.relative_to(proc).parts)):
+        try:
+            nb = nbformat.read(staged, as_version=4)
+            seconds = cache.get_cache_bundle(cache.match_cache_notebook(nb).pk).nb.metadata.get("numcook_cell_seconds") or {}
+        except Exception:  # not executed yet, failed, or cached before cells were timed
+            continue
+        numbers = nb.metadata.get("numcook_cells") or []
+        for i, t in seconds.items():
+            i = int(i)
+            if i >= len(nb.cells): continue
+            first = next((l for l in nb.cells[i].source.splitlines() if l.strip()), "")
+            rows.append({"page": staged.relative_to(proc).with_suffix("").as_posix(), "notebook": rel(nb.metadata.get("numcook_source", staged)),
+                         "cell": numbers[i] if i < len(numbers) else None, "staged": i, "first": first, "seconds": float(t)})
+    return sorted(rows, key=lambda r: -r["seconds"])
+
+
+def report_slowest(proc: Path, how: dict, n: int = SLOWEST) -> list[dict]:
+    "Print the `n` slowest cells of the site (from the execution cache; those run in this build marked), and any over CELL_BUDGET."
+    rows = cell_times(proc)
+    if not rows: return rows
+    print(f"docs: the {min(n, len(rows))} slowest cells (seconds when last run; * run in this build):")
+    for r in rows[:n]:
+        where = f"cell {r['cell']}" if r["cell"] is not None else "the build's setup cell" if r["staged"] == 0 else "a cell the build added"
+        fresh = "*" if how.get(r["page"], "").startswith("executed") else " "
+        print(f"docs: {r['seconds']:7.1f} s {fresh} {r['notebook']} {where}: {r['first'][:60]!r}")
+    if over := [r for r in rows if r["seconds"] > CELL_BUDGET]:
+        print(f"docs: {len(over)} cell{'s' * (len(over) > 1)} took over the {CELL_BUDGET} s a cell should (a reading group runs them "
+              f"live): " + ", ".join(f"{r['notebook']} cell {r['cell']}" for r in over[:5]) + ("" if len(over) <= 5 else ", ..."))
+    return rows
 
 
 def build(out: Path, nbs: Path = ROOT / "nbs", repro: Path = ROOT / "papers_repro", figures: Path = ROOT / "figures",
-          proc: Path = ROOT / "_proc", jobs: int = 2, fresh: bool = False) -> dict:
-    "Stage and build the site into `out`; raise BuildError with a one-line reason."
+          proc: Path = ROOT / "_proc", jobs: int = 2, fresh: bool = False, cell_timeout: int = CELL_TIMEOUT) -> dict:
+    "Stage and build the site into `out`; print the slowest cells; raise BuildError with a one-line reason."
     t0 = time.time()
     if fresh: shutil.rmtree(proc, ignore_errors=True)
     proc.mkdir(parents=True, exist_ok=True)
     summary = stage(nbs, repro, figures, proc)
     from jupyter_cache import get_cache
     get_cache(str(proc / ".jupyter_cache")).db  # its tables made once here: parallel readers would race to create them
+    from numcook.app.repro import kernel_threads
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "MPLBACKEND": "module://matplotlib_inline.backend_inline", "TRITON_INTERPRET": "1", "NUMCOOK_PROGRESS": "0", "TQDM_DISABLE": "1",
-           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}  # no progress widgets in the pages
+           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",  # no progress widgets in the pages
+           "NUMCOOK_DOCS_THREADS": str(kernel_threads(jobs))}  # each of the `jobs` kernels its share of the cores
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", "-j", str(jobs), "-c", str(ROOT / "docs"),
-           "-d", str(proc / ".doctrees"), "-D", f"nb_execution_cache_path={proc / '.jupyter_cache'}", str(proc), str(out)]
+           "-d", str(proc / ".doctrees"), "-D", f"nb_execution_cache_path={proc / '.jupyter_cache'}",
+           "-D", f"nb_execution_timeout={cell_timeout}", str(proc), str(out)]
     print(f"docs: {summary['notebooks']} notebooks staged in {rel(proc)}; Sphinx reads what changed, a line per notebook:", flush=True)
-    code, log = sphinx(cmd, env)
+    code, log, how = sphinx(cmd, env)
     (proc / ".sphinx.log").write_text(log)
+    report_slowest(proc, how)
     if code: raise BuildError(failure(log, proc))
     return {**summary, "seconds": round(time.time() - t0, 1), "log": rel(proc / ".sphinx.log")}
 
@@ -530,10 +616,13 @@ def main(argv=None) -> int:
     ap.add_argument("--proc", default=str(ROOT / "_proc"), help="staged sources, Sphinx's state and the execution cache (default _proc)")
     ap.add_argument("--jobs", type=int, default=2, help="Sphinx processes (each executes its notebooks in its own kernel)")
     ap.add_argument("--fresh", action="store_true", help="drop the staged sources and the execution cache first")
+    ap.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT,
+                    help=f"seconds a cell may run before the build fails it (default {CELL_TIMEOUT}: a guard against a hung "
+                         f"cell; a cell should take under {CELL_BUDGET} s)")
     a = ap.parse_args(argv)
     try:
         s = build(Path(a.out).resolve(), Path(a.nbs).resolve(), Path(a.papers_repro).resolve(), Path(a.figures).resolve(),
-                  Path(a.proc).resolve(), a.jobs, a.fresh)
+                  Path(a.proc).resolve(), a.jobs, a.fresh, a.cell_timeout)
     except BuildError as e:
         print(f"docs build failed: {e}", file=sys.stderr)
         return 1

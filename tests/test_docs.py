@@ -252,6 +252,11 @@ def test_pages_home_gallery_and_reading_group(small):
     for name in ["index", "zeh/analysis", f"tutorials/{TUTORIAL}", "howto/evaluate_a_model"]:  # a line per notebook, as it is read
         assert re.search(rf"^docs: \[\d\] {name}: executed in \d+ s$", out, re.M), out
     assert "without encryption" not in (proc / ".sphinx.log").read_text()  # kernels on Unix sockets, not TCP
+    listed = re.findall(r"^docs: +[\d.]+ s \* (\S+\.ipynb) cell (\d+): ('.*'|\".*\")$", out, re.M)  # the slowest cells, run in this build
+    assert re.search(r"^docs: the 10 slowest cells", out, re.M) and len(listed) >= 5, out
+    for nb, cell, first in listed:  # each numbered as in its notebook of nbs/, and shown by its first line there
+        src = "".join(json.loads(Path(nb).read_text())["cells"][int(cell)]["source"])
+        assert ast.literal_eval(first) == next(l for l in src.splitlines() if l.strip() and not l.startswith("#|"))[:60], (nb, cell, first)
     nav = re.search(r'<nav [^>]*class="[^"]*bd-docs-nav.*?</nav>', page(site, "howto/evaluate_a_model.html"), re.S).group(0)
     top = [html.unescape(t) for t in re.findall(r'<li class="toctree-l1[^"]*"><a class="reference internal" href="[^"]*">([^<]+)</a>', nav)]
     assert top == ["Reading-group path", "How-to guides", "API reference", "Reproduction gallery"], top
@@ -410,14 +415,15 @@ def test_unchanged_notebooks_are_not_executed_again(small):
 # ------------------------------------------------------------------------------------------------------------
 # The build refuses broken input, with a one-line reason.
 
-def build_small(tmp_path, notebooks: dict, jobs: int = 1):
-    "Build a site from a home page plus `notebooks` (name -> JSON text), with an empty gallery, in `jobs` Sphinx processes."
-    nbs = tmp_path / "nbs"; nbs.mkdir()
-    (nbs / "index.ipynb").write_text(nb_json(("markdown", "# Home\n> The home page.")))
+def build_small(tmp_path, notebooks: dict, jobs: int = 1, *extra):
+    """Build a site from a home page plus `notebooks` (name -> JSON text), with an empty gallery, in `jobs` Sphinx processes
+    (`extra`: more arguments). Called again on the same `tmp_path`, it rewrites those notebooks and builds again."""
+    nbs, empty = tmp_path / "nbs", tmp_path / "empty"
+    nbs.mkdir(exist_ok=True); empty.mkdir(exist_ok=True)
+    if not (nbs / "index.ipynb").is_file(): (nbs / "index.ipynb").write_text(nb_json(("markdown", "# Home\n> The home page.")))
     for name, text in notebooks.items(): (nbs / name).write_text(text)
-    empty = tmp_path / "empty"; empty.mkdir()
     return run_build("--out", tmp_path / "site", "--nbs", nbs, "--papers-repro", empty, "--figures", empty,
-                     "--proc", tmp_path / "proc", "--jobs", str(jobs), timeout=300)
+                     "--proc", tmp_path / "proc", "--jobs", str(jobs), *extra, timeout=300)
 
 
 def build_fails(tmp_path, notebooks: dict, jobs: int = 1) -> str:
@@ -453,6 +459,40 @@ def test_a_failure_whose_log_names_no_cell_is_read_from_the_cache(tmp_path):
     line = import_build_docs().failure(f"Sphinx parallel build error!\nmyst_nb.core.execute.base.ExecutionError: {staged}\n",
                                        tmp_path / "proc")
     assert "78_bad.ipynb" in line and "cell 2" in line and "import math" in line and "ValueError" in line, line
+
+
+def test_a_cell_past_the_limit_is_named_and_the_rerun_keeps_what_succeeded(tmp_path):
+    """The failure of issue 37: a cell that runs past the cell limit. The one-line error names the notebook, the cell
+    and its first line; the notebook that succeeded beside it is cached, so the rerun executes only the one that failed;
+    and the build lists its slowest cells, numbered as in the notebooks of nbs/."""
+    ok = nb_json(("markdown", "# Fine\n> Runs."), ("code", "import time\ntime.sleep(1.5)"), ("code", "print(6 * 7)"))
+    slow = lambda secs: nb_json(("markdown", "# Slow\n> A cell that takes long."), ("code", "x = 1"),
+                                ("markdown", "Now wait."), ("code", f"# wait\nimport time\ntime.sleep({secs})"))
+    r = build_small(tmp_path, {"80_ok.ipynb": ok, "81_slow.ipynb": slow(60)}, 1, "--cell-timeout", "4")
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    err = r.stderr.strip()
+    assert "81_slow.ipynb" in err and "cell 3" in err and "'# wait'" in err and "CellTimeoutError" in err and "4 s" in err, err
+    assert progress(r.stdout)["ok"].startswith("executed") and progress(r.stdout)["slow"] == "failed", r.stdout
+    ran = re.search(r"^docs: +([\d.]+) s \* \S*/80_ok\.ipynb cell 1: 'import time'$", r.stdout, re.M)
+    assert ran and float(ran.group(1)) >= 1.5, r.stdout  # it ran in this build, and took its 1.5 s
+    r = build_small(tmp_path, {"81_slow.ipynb": slow(0.1)}, 1, "--cell-timeout", "4")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert progress(r.stdout)["ok"] == "from the cache" and progress(r.stdout)["slow"].startswith("executed"), r.stdout
+    listed = re.findall(r"^docs: +([\d.]+) s ([* ]) \S*/(\d+_\w+)\.ipynb cell (\d+): '(.*)'$", r.stdout, re.M)
+    assert ("80_ok", "1", "import time") in [(nb, cell, first) for _, _, nb, cell, first in listed], r.stdout  # from the cache ...
+    assert [l[1] for l in listed if l[2] == "80_ok"] == [" ", " "] and [l[1] for l in listed if l[2] == "81_slow"] == ["*", "*"]
+    assert float(listed[0][0]) >= 1.5 and listed[0][2:4] == ("80_ok", "1"), listed  # ... slowest first
+
+
+def test_a_kernel_that_dies_fails_its_cell_and_the_build_goes_on(tmp_path):
+    "A kernel killed mid-cell (out of memory, say) is a failed cell, named as any other; the next notebook still runs."
+    dead = nb_json(("markdown", "# Dead\n> Its kernel dies."), ("code", "import os\nos._exit(1)"))
+    ok = nb_json(("markdown", "# Fine\n> Runs after it."), ("code", "x = 6 * 7"))
+    r = build_small(tmp_path, {"83_dead.ipynb": dead, "84_ok.ipynb": ok})
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert all(s in r.stderr for s in ("83_dead.ipynb", "cell 1", "'import os'", "DeadKernelError")), r.stderr
+    read = progress(r.stdout)
+    assert read["dead"] == "failed" and read["ok"].startswith("executed"), r.stdout
 
 
 def test_fails_on_broken_internal_link(tmp_path):
