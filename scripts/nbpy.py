@@ -15,7 +15,22 @@ def to_nb(src, dst):
     nb.metadata = {"kernelspec": KERNEL}
     for c in nb.cells:
         c.metadata = {k: v for k, v in c.metadata.items() if k == "tags"}
+    keep_ids(nb, dst)
     jupytext.write(nb, dst, fmt="ipynb")
+
+
+def keep_ids(nb, dst):
+    "Give `nb`'s cells the ids they have in the existing notebook `dst`: by identical source, else by position and type."
+    try: old = jupytext.read(dst).cells
+    except FileNotFoundError: return
+    by_source = {}
+    for c in old: by_source.setdefault((c.cell_type, c.source), c.id)
+    used = set()
+    for i, c in enumerate(nb.cells):
+        same = by_source.get((c.cell_type, c.source))
+        here = old[i].id if i < len(old) and old[i].cell_type == c.cell_type else None
+        for cand in (same, here):
+            if cand and cand not in used: c.id = cand; used.add(cand); break
 
 
 def to_py(src, dst):
