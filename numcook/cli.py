@@ -238,9 +238,16 @@ def _models(argv:list[str]) -> int:
 
 def _repro(argv:list[str]) -> int:
     from numcook.app.repro import ReproCommand, repro_command  # deferred: each command imports what it runs
-    p = ArgParser(prog='numcook repro', description='Run the papers_repro notebooks with papermill '
-                  '(executed copies go to RUNS/<time>/, figures to figures/, index to figures/INDEX.md).')
-    return repro_command(from_flags(add_flags(p, ReproCommand).parse_args(argv), ReproCommand))
+    p = add_flags(ArgParser(prog='numcook repro', description='Run the papers_repro notebooks with papermill '
+                  '(executed copies go to RUNS/<time>/, figures to figures/, index to figures/INDEX.md); '
+                  '--only NAME --help lists that notebook\'s parameters.'), ReproCommand)
+    helping = [a for a in argv if a in ('-h', '--help')]
+    only = helping and p.parse_known_args([a for a in argv if a not in helping])[0].only
+    if only:                                           # a notebook's parameters, not the command's flags
+        from numcook.app.params import params_help   # deferred: only this help reads notebooks
+        print('\n\n'.join(params_help(name) for name in dict.fromkeys(only)))
+        return 0
+    return repro_command(from_flags(p.parse_args(argv), ReproCommand))
 
 COMMANDS = {  # subcommand -> (its function of the remaining arguments, one-line help)
     'nupa':     (_nupa,     'NUPA Test: list tasks, generate items, score predictions'),

@@ -13,15 +13,15 @@ from typing import Iterable
 import pandas as pd
 
 from ..core.errors import NumcookError, did_you_mean
-from ..core.config import parse_value, to_jsonable
+from ..core.config import to_jsonable
 from ..core.seeds import numerics
 from .repro import repo_root, list_notebooks
 from .compare import SIGNIFICANT
-import numcook
+from .params import checkout, notebook_path, param_defaults
 
 # %% auto #0
 __all__ = ['VERSIONED', 'save_png', 'save_csv', 'save_json', 'published', 'beside', 'module_closure', 'fingerprint',
-           'write_config', 'stale_figures', 'check_params']
+           'write_config', 'stale_figures']
 
 # %% ../../nbs/app/92_gallery.ipynb #f62013c3
 def save_png(fig, path:str|Path, dpi:int=120, **kwargs) -> Path:
@@ -55,14 +55,9 @@ def save_json(obj, path:str|Path) -> Path:
     return path
 
 # %% ../../nbs/app/92_gallery.ipynb #9afa4d06
-def _checkout() -> Path:
-    "The numcook checkout: the one holding the imported package, else the one around the current folder."
-    try: return repo_root(Path(numcook.__file__).parent)
-    except NumcookError: return repo_root()
-
 def published(name:str) -> pd.DataFrame:
     "The paper's printed numbers `data/published/NAME.csv`; its `paper` and `source` columns say where they come from."
-    d = _checkout() / 'data' / 'published'
+    d = checkout() / 'data' / 'published'
     names = sorted(p.stem for p in d.glob('*.csv'))
     if name not in names: raise did_you_mean(name, names, 'published table')
     df = pd.read_csv(d / f'{name}.csv')
@@ -156,18 +151,9 @@ def _data_files(data:Iterable[str|Path]) -> list[Path]:
         else: raise NumcookError(f"data file {d} does not exist")
     return out
 
-def _notebook_path(notebook:str|Path) -> Path:
-    "A papers_repro notebook given by stem, file name or path."
-    p = Path(notebook)
-    if p.suffix == '.ipynb' and p.is_file(): return p.resolve()
-    root = _checkout()
-    nbs = {q.stem: q for q in list_notebooks(root)}
-    if p.stem not in nbs: raise did_you_mean(p.stem, nbs, 'reproduction notebook')
-    return nbs[p.stem]
-
 def fingerprint(notebook:str|Path, data:Iterable[str|Path]=()) -> dict:
     "The fingerprint (sha256) of a papers_repro notebook's sources, its numcook modules (transitively) and its `data`, with each input's hash."
-    nb = _notebook_path(notebook)
+    nb = notebook_path(notebook)
     root = repo_root(nb.parent); pkg = root / 'numcook'
     cells = _code_cells(nb)
     tree = _parse('\n'.join(s for t, s in cells if t == 'code'), nb.name)
@@ -195,7 +181,7 @@ def _versions() -> dict:
     for name in VERSIONED:
         try: out[name] = metadata.version(name)
         except metadata.PackageNotFoundError: pass
-    lock = _checkout() / 'constraints.txt'
+    lock = checkout() / 'constraints.txt'
     if lock.is_file(): out['constraints_sha256'] = _sha(lock.read_bytes())   # (make env installs through constraints.txt)
     return out
 
@@ -207,7 +193,7 @@ def _portable(v, root:Path):
 def write_config(out_dir:str|Path, params:dict, notebook:str|Path, data:Iterable[str|Path]=(), **extra) -> Path:
     "Write `config.json` into `out_dir`: the `params` (no machine paths), library versions and the fingerprint of `notebook`, its modules and `data`."
     fp = fingerprint(notebook, data)
-    root = repo_root(_notebook_path(notebook).parent)
+    root = repo_root(notebook_path(notebook).parent)
     params = {k: _portable(v, root) for k, v in to_jsonable(params).items()}
     cfg = {'notebook': fp.pop('notebook'), 'params': params, **to_jsonable(extra), 'versions': _versions(),
            'numerics': numerics(), **fp}
@@ -217,20 +203,6 @@ def write_config(out_dir:str|Path, params:dict, notebook:str|Path, data:Iterable
     return path
 
 # %% ../../nbs/app/92_gallery.ipynb #043e4d02
-def _defaults(nb:Path) -> dict:
-    "The literal defaults of a notebook's `parameters` cell."
-    nbj = json.loads(nb.read_text(encoding='utf-8'))
-    for c in nbj['cells']:
-        if 'parameters' in c.get('metadata', {}).get('tags', []):
-            src = ''.join(c['source']) if isinstance(c['source'], list) else c['source']
-            out = {}
-            for node in ast.parse(src).body:
-                if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    t = node.targets[0] if isinstance(node, ast.Assign) else node.target
-                    out[t.id] = ast.literal_eval(node.value)
-            return out
-    return {}
-
 def _staleness(nb:Path, root:Path) -> str|None:
     "Why the committed figures of notebook `nb` are stale, or None when they are fresh."
     cfg_path = root / 'figures' / nb.stem / 'config.json'
@@ -248,74 +220,15 @@ def _staleness(nb:Path, root:Path) -> str|None:
         what = [f"{k} {'added' if k not in old else 'removed' if k not in new else 'changed'}" for k in moved]
         return 'inputs changed: ' + ', '.join(what)
     params = cfg.get('params', {})
-    odd = [f'{k}={params[k]!r} (default {v!r})' for k, v in to_jsonable(_defaults(nb)).items() if k in params and params[k] != v]
+    odd = [f'{k}={params[k]!r} (default {v!r})' for k, v in to_jsonable(param_defaults(nb)).items() if k in params and params[k] != v]
     if odd: return 'made with non-default parameters: ' + ', '.join(odd)
     return None
 
 def stale_figures(root:str|Path|None=None) -> list[str]:
     "One line per papers_repro notebook whose committed `figures/NAME/config.json` is missing or stale, with the command to rerun."
-    root = repo_root(root) if root is not None else _checkout()
+    root = repo_root(root) if root is not None else checkout()
     out = []
     for nb in list_notebooks(root):
         why = _staleness(nb, root)
         if why: out.append(f'{nb.stem}: {why}; rerun `numcook repro --only {nb.stem}`')
     return out
-
-# %% ../../nbs/app/92_gallery.ipynb #f8a61b85
-def _annotations(nb:Path) -> dict[str, str]:
-    "Name -> annotation ('int', 'float', 'str', 'bool') of a notebook's `parameters` cell."
-    nbj = json.loads(nb.read_text(encoding='utf-8'))
-    for c in nbj['cells']:
-        if 'parameters' in c.get('metadata', {}).get('tags', []):
-            src = ''.join(c['source']) if isinstance(c['source'], list) else c['source']
-            return {n.target.id: ast.unparse(n.annotation) for n in ast.parse(src).body if isinstance(n, ast.AnnAssign)}
-    return {}
-
-def _typed(name:str, v, kind:str):
-    "`v` as parameter `name` of type `kind` wants it, else a ValueError saying what was expected."
-    if kind == 'bool':
-        if isinstance(v, bool): return v
-        raise ValueError(f"expected true or false, got {v!r}")
-    if kind == 'str':
-        if isinstance(v, str): return v
-        raise ValueError(f"expected a text (put it in quotes: -p {name} \"{v}\"), got {v!r}")
-    if kind in ('int', 'float'):
-        if isinstance(v, str): raise ValueError(f"expected {'an integer' if kind == 'int' else 'a number'}, got {v!r}")
-        return parse_value(v, int if kind == 'int' else float)
-    return v
-
-def check_params(notebook:str, # the papers_repro notebook's name (stem)
-                 namespace:dict, # where its parameters are (the notebook's `globals()`): checked values go back there
-                 paths:Iterable[str]=('out_dir',), # parameters that are paths, read relative to the notebook's folder
-                 scales:dict|None=None, # preset name -> {parameter: value}: what `-p scale=NAME` sets (values given explicitly win)
-                 **rules) -> dict: # name -> dict(lo=, hi=, lo_open=, choices=) of that parameter
-    "The parameters of `notebook` as given, after checking each (type, range, choices) and applying a `scale` preset; paths resolved and a non-default run redirected, in `namespace`."
-    nb = _notebook_path(notebook)
-    kinds, defaults = _annotations(nb), _defaults(nb)
-    for name in rules:
-        if name not in kinds: raise did_you_mean(name, kinds, f'parameter of {nb.stem}')
-    given = {}
-    for name, kind in kinds.items():
-        if name not in namespace: raise NumcookError(f"{nb.stem}: parameter {name} is not set (run the parameters cell first)")
-        v = namespace[name]
-        try:
-            v = _typed(name, v, kind)
-            if name in rules: v = parse_value(v, {'int': int, 'float': float}.get(kind, str), **rules[name])
-        except ValueError as e: raise NumcookError(f"{nb.stem}: parameter {name}: {e}") from None
-        given[name] = namespace[name] = v
-    if scales:                                   # a preset (the paper's setting, say) fills what was left at its default
-        choices = [defaults.get('scale'), *scales]
-        if given.get('scale') not in choices: raise did_you_mean(given.get('scale'), choices, f'scale of {nb.stem}')
-        for k, v in scales.get(given['scale'], {}).items():
-            if k not in kinds: raise did_you_mean(k, kinds, f'parameter of {nb.stem}')
-            if given[k] == defaults.get(k): given[k] = namespace[k] = v
-    odd = {k: v for k, v in given.items() if k != 'out_dir' and k in defaults and v != defaults[k]}
-    if 'out_dir' in given and given['out_dir'] == defaults.get('out_dir') and odd:
-        tag = hashlib.sha256(json.dumps(to_jsonable(odd), sort_keys=True).encode()).hexdigest()[:8]
-        namespace['out_dir'] = given['out_dir'] = f'../runs/figures/{nb.stem}-{tag}'
-        print(f"{nb.stem}: parameters other than the defaults ({', '.join(f'{k}={v!r}' for k, v in odd.items())}): writing to "
-              f"runs/figures/{nb.stem}-{tag}/, not to the committed figures/{nb.stem}/ (give out_dir to choose)")
-    for name in paths:
-        if name in given and isinstance(given[name], str) and given[name]:
-            namespace[name] = str(Path(given[name]) if Path(given[name]).is_absolute() else (nb.parent / given[name]).resolve())
-    return given
