@@ -120,17 +120,17 @@ def _sub(p:ArgParser, metavar:str):
     return sub
 
 def _nupa(argv:list[str]) -> int:
-    from numcook.nupa import tasks as nupa      # (each command imports only what it runs: `numcook --help` stays fast)
+    from numcook.nupa import tasks, generate, scoring   # (each command imports only what it runs: `numcook --help` stays fast)
     p = ArgParser(prog='numcook nupa', description='NUPA Test (Number Cookbook §2): tasks, items, scores.')
     sub = _sub(p, '{list,generate,score}')
     pl = sub.add_parser('list', help='list the tasks', description='List the NUPA tasks and their properties.')
     pl.add_argument('--only41', action='store_true', help="only the paper's 41 tasks")
-    add_flags(sub.add_parser('generate', help='generate NUPA items as JSON Lines', description='Generate NUPA items.'), nupa.NupaItems)
-    add_flags(sub.add_parser('score', help='score predictions', description='Score predictions with the NUPA metrics.'), nupa.NupaScore)
+    add_flags(sub.add_parser('generate', help='generate NUPA items as JSON Lines', description='Generate NUPA items.'), generate.NupaItems)
+    add_flags(sub.add_parser('score', help='score predictions', description='Score predictions with the NUPA metrics.'), scoring.NupaScore)
     a = p.parse_args(argv)
-    if a.cmd == 'list': return nupa.list_command(a.only41)
-    if a.cmd == 'generate': return nupa.generate_command(from_flags(a, nupa.NupaItems))
-    return nupa.score_command(from_flags(a, nupa.NupaScore))
+    if a.cmd == 'list': return tasks.list_command(a.only41)
+    if a.cmd == 'generate': return generate.generate_command(from_flags(a, generate.NupaItems))
+    return scoring.score_command(from_flags(a, scoring.NupaScore))
 
 def _flag_value(argv:list[str], name:str) -> str|None:
     "The value the last `name VALUE` or `name=VALUE` in the raw `argv` gives, or None."

@@ -32,7 +32,8 @@ The whole table at 1000 takes over 40 minutes (most of it the authors' side); `-
 import argparse, json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 
-from numcook.nupa.tasks import get_task, iter_lines, task_names, task_lines
+from numcook.nupa.tasks import get_task, task_names
+from numcook.nupa.generate import iter_lines, task_lines
 from numcook.core.parallel import reuse_freed_memory
 
 TARGET_S = 30.0       # the whole test on 2 cores

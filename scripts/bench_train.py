@@ -43,7 +43,7 @@ def baseline(every, seed, lengths='1-2', steps=1200):
     os.environ['NUMCOOK_PROGRESS'] = '0'
     from numcook.core.config import parse_range
     from numcook.nupa.evaluate import length_callback
-    from numcook.nupa.tasks import generate
+    from numcook.nupa.generate import generate
     from numcook.nupa.train import nupa_pairs, train
     torch.set_num_threads(1)
     cfg = TrainConfig(model_size='0.2M', train_lengths=lengths, steps=steps, batch_size=64, lr=3e-3, init_std=0.08, warmup_steps=50,

@@ -304,7 +304,7 @@ def test_killed_nupa_generate_leaves_no_partial_file(tmp_path):
     "An all-at-once writer killed mid-write leaves no output; the rerun clears the temporary file it left."
     code = textwrap.dedent('''
         import os, sys
-        from numcook.nupa import tasks as nupa
+        from numcook.nupa import generate as nupa
         orig = nupa.task_lines                      # what makes each (task, length) unit's lines
         n = [0]
         def killing(*a, **k):
@@ -402,7 +402,7 @@ def test_estimates_say_the_number_and_the_flag(tmp_path, capsys, monkeypatch):
     line = refused(capsys, ['zeh', 'run', '--model', 'smollm2-135m-instruct', '--family', 'parity', '--max-size', '22', '--stop', 'all', '--out', 'z'],
                    'add --yes', tmp_path)
     assert f'up to {2 ** 23 - 2:,} instances' in line
-    import numcook.nupa.tasks as N
+    import numcook.nupa.generate as N
     monkeypatch.setattr(N, 'GENERATE_LIMIT_BYTES', 1000)
     refused(capsys, ['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl'], 'add --yes', tmp_path)
     assert main(['nupa', 'generate', '--tasks', 'add_integer', '--lengths', '1', '--n', '10', '--out', 'o.jsonl', '--yes']) == 0

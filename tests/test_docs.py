@@ -302,7 +302,7 @@ def test_tutorial_page_has_figures_model_questions_and_folded_solutions(small):
     assert all((small[0] / "tutorials" / s).resolve().read_bytes()[:4] == b"\x89PNG" for s in imgs if s.startswith("../_images/"))
     text = text_of(p)
     assert "A real model in the loop" in text and "final training loss" in text and "Questions for the group" in text
-    from numcook.nupa.tasks import generate
+    from numcook.nupa.generate import generate
     question = generate("digit_max_integer", lengths="4", n=1, seed=1)[0]["question"]  # a row of the 41-task table, > 90 characters
     assert len(question) > 90 and html.escape(question, quote=False) in p  # whole, though the notebook sets max_colwidth 90
     assert '<table border="1" class="dataframe nowrap">' in p

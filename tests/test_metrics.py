@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 from numcook.nupa.formats import NumberFormat
 from numcook.nupa.metrics import (RANGES, digit_match, dlength, exact_match, extract_answer, item_metrics,
                                   performance_preserving_digits, range_of, well_learned_digits)
-from numcook.nupa.tasks import digit_limits, generate, read_predictions, score, score_file, score_items
+from numcook.nupa.generate import generate
+from numcook.nupa.scoring import digit_limits, read_predictions, score, score_file, score_items
 from numcook.core.errors import NumcookError
 
 

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from numcook.nupa.numbers import PATTERNS, number_length
-from numcook.nupa.tasks import (A13_EXAMPLES, NUPA_41, TASKS, generate, generate_task, get_task, make_prompt,
-                                task_names, to_dataframe)
+from numcook.nupa.tasks import A13_EXAMPLES, NUPA_41, TASKS, get_task, task_names
+from numcook.nupa.generate import generate, generate_task, to_dataframe
+from numcook.nupa.scoring import make_prompt
 from numcook.core.errors import NumcookError
 from number_oracle import as_float, as_sci
 

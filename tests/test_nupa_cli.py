@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from numcook.cli import main
-from numcook.nupa.tasks import generate
+from numcook.nupa.generate import generate
 from numcook.core.files import read_jsonl
 
 

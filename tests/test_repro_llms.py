@@ -7,7 +7,7 @@ import pytest
 
 from numcook.app.repro import run_notebook
 from numcook.lm.benchmark import read_results
-from numcook.nupa.tasks import digit_limits
+from numcook.nupa.scoring import digit_limits
 from numcook.core.files import read_jsonl
 from claims_check import checked_claims
 

@@ -23,7 +23,8 @@ import torch
 from transformers import AutoTokenizer
 from numcook.lm.backends import HFBackend, OpenAIBackend, RetryPolicy, greedy_choice
 from numcook.nupa.evaluate import evaluate
-from numcook.nupa.tasks import generate as nupa_generate, make_prompt
+from numcook.nupa.generate import generate as nupa_generate
+from numcook.nupa.scoring import make_prompt
 from numcook.gsm.generate import generate as gsm_generate
 from numcook.gsm.score import gsm_prompt, score_reply
 from numcook.core.errors import NumcookError

@@ -17,7 +17,7 @@ def _numbers(seed=0, n=60):
         out += [digits(k), f'{digits(r.randint(1, k))}.{digits(k, False).rstrip("0") or "0"}',
                 f'{digits(r.randint(1, k))}/{digits(r.randint(1, k))}', f'{r.randint(1, 9)}.{digits(r.randint(1, k), False).rstrip("0") or "0"}e{r.randint(0, 99)}']
     try:  # the benchmark's own numbers, where the NUPA generator is available
-        from numcook.nupa.tasks import generate
+        from numcook.nupa.generate import generate
         for rec in generate(['add_integer', 'add_float', 'add_fraction', 'add_scientific', 'max_integer'], [1, 5, 20], 5, seed):
             out += [rec['a'], rec.get('b', ''), rec['answer']]
     except ImportError: pass

@@ -125,7 +125,8 @@ def export_estimate(cfg:ExportConfig) -> tuple[int, int, float]:
     return items, sum(p for p, _ in gsm), size + sum(2 * b for _, b in gsm)   # (a GSM document holds the problem twice: as problem and in its prompt)
 
 def _nupa_tasks(cfg:ExportConfig, out:Path, version:str, names:list[str], lengths:list[int]|None) -> list[str]:
-    from numcook.nupa.tasks import generate, make_prompt        # (two modules' `generate`: each exporter imports its own)
+    from numcook.nupa.generate import generate        # (two modules' `generate`: each exporter imports its own)
+    from numcook.nupa.scoring import make_prompt               # (deferred too)
     from numcook.nupa.formats import NumberFormat              # (NUPA's modules, only when NUPA tasks are exported)
     from numcook.nupa.benchmark import answer_budgets          # deferred: torch (the benchmark imports the model runtime)
     done, fmt = [], NumberFormat()   # plain numbers: what `numcook eval nupa` asks a model that is not a numcook run in

@@ -12,7 +12,9 @@ from ..lm.evaluation import EvalSettings, Loaded, as_sent
 from ..lm.benchmark import Benchmark, accuracy, register_benchmark
 from .formats import NumberFormat
 from .metrics import METRICS, range_of
-from .tasks import MAX_LENGTH, generate_estimate, get_task, iter_generate, make_prompt, task_names, task_table
+from .tasks import MAX_LENGTH, get_task, task_names, task_table
+from .generate import generate_estimate, iter_generate
+from .scoring import make_prompt
 from .evaluate import score_output, summarize
 from .train import train_config
 

@@ -19,7 +19,8 @@ from ..lm.runtime import torch_threads
 from ..lm.tokenizers import number_tokenizer
 from .formats import NumberFormat
 from .metrics import item_metrics
-from .tasks import TASKS, check_prompt_style, make_prompt
+from .tasks import TASKS
+from .scoring import check_prompt_style, make_prompt
 from .train import train, save_model, _RUN_FREE
 from ..core.files import atomic_write
 from ..core.outputs import build_once

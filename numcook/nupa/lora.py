@@ -15,7 +15,7 @@ from ..core.outputs import check_output_path
 from ..lm.runtime import pick_device
 from ..lm.tokenizers import load_tokenizer, split_digits
 from .train import fit, encode_pair, nupa_pairs, check_config, save_model
-from .tasks import check_prompt_style
+from .scoring import check_prompt_style
 from ..lm.evaluation import as_sent
 import dataclasses, hashlib, json
 from ..core.config import save_config
@@ -43,7 +43,7 @@ class FinetuneConfig:
     tasks: str = 'add_integer,add_float' # NUPA task names, comma separated (the paper: all of them, mixed)
     train_lengths: str = '1-8' # digit lengths of the training data
     n_per_length: int = 1000 # samples per task and length (the paper: 1e5)
-    prompt_style: str = 'nupa' # a text style of numcook.nupa.tasks.PROMPT_STYLES
+    prompt_style: str = 'nupa' # a text style of numcook.nupa.scoring.PROMPT_STYLES
     chat_template: bool = False # write each prompt through the tokenizer's chat template, as `numcook eval` asks a chat model
     data_seed: int = 0 # seed of the generated data
     rank: int = 128 # LoRA rank r (the paper: 128)

@@ -17,7 +17,8 @@ from ..core.files import JsonlLog, read_jsonl
 from ..lm.tokenizers import number_tokenizer, encode, TOKENIZER_KINDS
 from ..lm.models import make_model, load_model_and_tokenizer, latest_checkpoint, run_config, MODEL_SIZES, POSITIONAL_ENCODINGS
 from .formats import NumberFormat
-from .tasks import check_prompt_style, generate, make_prompt
+from .generate import generate
+from .scoring import check_prompt_style, make_prompt
 from ..lm.runtime import pick_device, torch_threads
 from ..lm.distributed import World, world, all_sum, batch_share, from_main, peer_lost
 from ..core.outputs import OutputGuard, check_output_path, read_records
@@ -37,7 +38,7 @@ class TrainConfig:
     tasks: str = 'add_integer' # NUPA task names, comma separated
     train_lengths: str = '1-3' # digit lengths to train on, like '1-8'
     n_per_length: int = 2000 # training samples per task and length (the paper: 1e7)
-    prompt_style: str = 'compact' # a text style of numcook.nupa.tasks.PROMPT_STYLES ('compact': '12+34=', 'nupa': the task prompt)
+    prompt_style: str = 'compact' # a text style of numcook.nupa.scoring.PROMPT_STYLES ('compact': '12+34=', 'nupa': the task prompt)
     data_seed: int = 0 # seed of the generated data
     # how numbers are written
     tokenizer: str = 'one_digit' # one of TOKENIZER_KINDS

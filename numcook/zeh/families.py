@@ -10,7 +10,8 @@ from typing import Any, Callable
 import networkx as nx
 from ..core.errors import NumcookError, Registry, did_you_mean
 from ..core.seeds import rng
-from ..nupa import tasks as nupa
+from ..nupa.tasks import FORMAT_PROMPTS, get_task
+from ..nupa.generate import generate_task
 
 # %% auto #0
 __all__ = ['FAMILIES', 'MULTIPLICATION_PROMPTS', 'Instance', 'IntegerAnswer', 'ChoiceAnswer', 'ExactAnswer', 'Prompt', 'render',
@@ -250,11 +251,11 @@ def relabel(fam:Family, golds:dict[tuple[int, int], str], name:str|None=None, an
 class NupaFamily(Family):
     "A NUPA task as a family by digit length; always sampled."
     def __init__(self, task:str):
-        self.task = nupa.get_task(task)
+        self.task = get_task(task)
         rep = self.task.answer_representation
         super().__init__(f'nupa:{self.task.name}', lambda n: None, None,
                          IntegerAnswer() if rep == 'integer' else ExactAnswer(),
-                         {'baseline': Prompt('baseline', nupa.FORMAT_PROMPTS[rep], '{question}')},
+                         {'baseline': Prompt('baseline', FORMAT_PROMPTS[rep], '{question}')},
                          doc=f'NUPA task {self.task.name}, size = digit length, sampled')
     def count(self, n:int): return None
     def instance(self, n:int, i:int):
@@ -264,7 +265,7 @@ class NupaFamily(Family):
     def sample(self, n:int, k:int, seed:int=0) -> list[Instance]:
         "`k` distinct items of digit length `n` from the NUPA generator, seeded by (`seed`, task, n)."
         if n > self.task.max_length: return []
-        items = nupa.generate_task(self.task, n, k, seed)
+        items = generate_task(self.task, n, k, seed)
         return [Instance(self.name, n, j, [it['a'], it.get('b')], it['answer'], {'question': it['question']})
                 for j, it in enumerate(items)]
 
