@@ -10,7 +10,7 @@ from ..core.errors import NumcookError
 from ..core.config import confirm_large, param, parse_range
 from ..core.outputs import check_not_input
 from ..lm.evaluation import EvalSettings, as_sent
-from ..lm.benchmark import Benchmark, accuracy, register_benchmark
+from ..lm.benchmark import Benchmark, accuracy
 from .realistic import TEMPLATES
 from .score import accuracy_by_op, auc_table, gsm_prompt, score_reply
 from .generate import (SUBSETS, GENERATOR_VERSION, GenerateConfig, _plan, confirm_context, generate, generate_estimate,
@@ -66,7 +66,6 @@ def gsm_samples(s:GsmEval, tok, chat:bool) -> list[dict]:
              'max_new_tokens': s.max_new_tokens or GSM_BUDGET, **{k: p[k] for k in keep if k in p},
              'context': p.get('target_length', 0)} for p in problems]
 
-@register_benchmark
 class GsmBenchmark(Benchmark):
     "GSM-Infinite (Zhou et al.): problems of a subset, mode, op count and context, scored by accuracy per op and AUC."
     name, title, settings, version = 'gsm', 'GSM-Infinite problems, accuracy per op and AUC', GsmEval, GENERATOR_VERSION

@@ -4,10 +4,9 @@
 
 # %% ../../nbs/lm/15_benchmark.ipynb #bcdd1b72
 from __future__ import annotations
-import importlib, pkgutil
+import importlib
 from pathlib import Path
 from typing import Sequence
-import numcook
 from ..core.errors import NumcookError, Registry
 from ..core.outputs import waiting_lock, warn
 from ..core.seeds import numerics
@@ -16,27 +15,31 @@ from .evaluation import (EvalSettings, EvalFolder, Loaded, chat_protocol, check_
 from .results import concat_once, output_counts, read_result_records, record_benchmark, result_record, results_source
 
 # %% auto #0
-__all__ = ['BENCHMARKS', 'register_benchmark', 'benchmarks', 'get_benchmark', 'Benchmark', 'accuracy', 'read_results',
-           'cached_eval']
+__all__ = ['BENCHMARKS', 'BENCHMARK_CLASSES', 'register_benchmark', 'benchmarks', 'get_benchmark', 'Benchmark', 'accuracy',
+           'read_results', 'cached_eval']
 
 # %% ../../nbs/lm/15_benchmark.ipynb #2ecc2c64
 BENCHMARKS = Registry('benchmark')
 
+BENCHMARK_CLASSES = {  # name -> the class that runs it: numcook's benchmarks, imported only when first asked for
+    'nupa': 'numcook.nupa.benchmark.NupaBenchmark',
+    'gsm': 'numcook.gsm.benchmark.GsmBenchmark',
+    'zeh': 'numcook.zeh.benchmark.ZehBenchmark',
+}
+
 def register_benchmark(cls):
-    "Class decorator: register one instance of Benchmark subclass `cls` under `cls.name` (a class defined again, as a notebook cell run twice, replaces itself)."
+    "Register one instance of Benchmark subclass `cls` under `cls.name`, beside `BENCHMARK_CLASSES` (a class defined again, as a notebook cell run twice, replaces itself)."
     old = BENCHMARKS.get(cls.name) if cls.name in BENCHMARKS else None
     if old is not None and type(old).__qualname__ == cls.__qualname__: del BENCHMARKS[cls.name]
     BENCHMARKS.register(cls.name, obj=cls())
     return cls
 
 def benchmarks() -> Registry:
-    "Every registered benchmark, after importing the `benchmark` module of each numcook sub-package that has one."
-    for pkg in pkgutil.iter_modules(numcook.__path__):
-        if pkg.ispkg and (Path(numcook.__path__[0]) / pkg.name / 'benchmark.py').is_file():
-            mod = importlib.import_module(f'numcook.{pkg.name}.benchmark')
-            for obj in vars(mod).values():       # (also after this module was reloaded: a class registers itself once per import)
-                if (isinstance(obj, type) and obj.__module__ == mod.__name__ and getattr(obj, 'name', '') not in ('', *BENCHMARKS)
-                        and any(b.__name__ == 'Benchmark' for b in obj.__mro__[1:])): BENCHMARKS.register(obj.name, obj=obj())
+    "Every benchmark: those of `BENCHMARK_CLASSES` (each imported and made once) and those registered."
+    for name, path in BENCHMARK_CLASSES.items():
+        if name not in BENCHMARKS:
+            module, cls = path.rsplit('.', 1)
+            BENCHMARKS.register(name, obj=getattr(importlib.import_module(module), cls)())
     return BENCHMARKS
 
 def get_benchmark(name:str):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..core.config import confirm_large, param, parse_range
 from ..lm.runtime import SAMPLING
 from ..lm.evaluation import EvalSettings, Loaded, as_sent
-from ..lm.benchmark import Benchmark, accuracy, register_benchmark
+from ..lm.benchmark import Benchmark, accuracy
 from .formats import NumberFormat
 from .metrics import METRICS, range_of
 from .tasks import MAX_LENGTH, get_task, task_names, task_table
@@ -60,7 +60,6 @@ def nupa_samples(s:NupaEval, fmt:NumberFormat, style:str, tok, chat:bool) -> lis
              'max_new_tokens': s.max_new_tokens or budget[r['task'], r['length']],
              **{k: v for k, v in r.items() if k not in ('id', 'answer')}} for r in recs]
 
-@register_benchmark
 class NupaBenchmark(Benchmark):
     "The NUPA Test (Number Cookbook §2): 41 tasks at their lengths, scored with exact match, digit match and dlength."
     name, title, settings, version = 'nupa', 'the NUPA Test (Number Cookbook): 41 tasks at their lengths', NupaEval, NUPA_EVAL_VERSION

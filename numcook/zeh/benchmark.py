@@ -11,7 +11,7 @@ from ..core.errors import NumcookError
 from ..core.config import confirm_large, load_config, param, read_config
 from ..core.outputs import read_records
 from ..lm.evaluation import EvalSettings, check_settings, load_eval_model
-from ..lm.benchmark import Benchmark, accuracy, register_benchmark
+from ..lm.benchmark import Benchmark, accuracy
 from ..lm.distributed import world
 from ..lm.results import upgrade_record
 from .families import FAMILIES, Family, get_family
@@ -66,7 +66,6 @@ def listing() -> str:
     lines.append(f"family   {'nupa:<task>':<16} any NUPA task, size = digit length, sampled")
     return '\n'.join(lines + [f"strategy {name:<16} {STRATEGIES[name].doc}" for name in sorted(STRATEGIES)])
 
-@register_benchmark
 class ZehBenchmark(Benchmark):
     "The Zero-Error Horizon (Sato): the largest size up to which a model answers every instance of a family right."
     name, title, settings, version = 'zeh', 'the Zero-Error Horizon of a problem family', ZehEval, ZEH_VERSION
