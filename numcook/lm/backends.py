@@ -11,7 +11,7 @@ from typing import Sequence
 from ..core.errors import NumcookError, Registry
 from ..core.seeds import derive_seed
 from ..core.errors import did_you_mean
-from .catalog import MODELS, check_hub_id, resolve_model
+from .catalog import MODELS, ModelRef, check_hub_id, model_ref, resolve_model
 from ..core.files import no_such_path
 from .http import DaemonPool, RetryPolicy, get_json, post_json, public_url, server_message
 
@@ -112,6 +112,17 @@ def _chat_ids(tok, messages) -> list[int]:
     text = tok.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
     return tok(text, add_special_tokens=False)['input_ids']
 
+_KEPT: dict = {}   # (path, device, dtype, load options) -> (model, tokenizer): the last two loaded, for the loads that follow
+
+def _kept(path:str, device, dtype, kw:dict):
+    "`load_model_and_tokenizer` of `path`, reusing the model an earlier load in this process made the same way."
+    from numcook.lm.models import load_model_and_tokenizer  # deferred: torch and transformers
+    key = (str(path), str(device), str(dtype), json.dumps(kw, sort_keys=True, default=str))
+    if key not in _KEPT:
+        while len(_KEPT) >= 2: _KEPT.pop(next(iter(_KEPT)))
+        _KEPT[key] = load_model_and_tokenizer(path, device, dtype, **kw)
+    return _KEPT[key]
+
 @BACKENDS.register('hf')
 class HFBackend(Backend):
     "A transformers causal LM in this process (sharded over GPUs when loaded with `device_map`)."
@@ -126,12 +137,15 @@ class HFBackend(Backend):
         self.generation_config = getattr(model, 'generation_config', None)
 
     @classmethod
-    def load(cls, model_id:str, device:str='auto', dtype:str|None=None, device_map:str|None=None, batch_size:int=64, **kwargs):
-        "Load a local folder or hub id onto `device`, or spread it with accelerate's `device_map` ('auto', 'balanced', ...)."
-        from numcook.lm.models import load_model_and_tokenizer  # deferred: torch and transformers
+    def load(cls, model:str|ModelRef, device:str|None='auto', dtype:str|None=None, device_map:str|None=None, batch_size:int=64,
+             **kwargs):
+        "Load `model` (a reference, or what `model_ref` resolves) onto `device`, or spread it with accelerate's `device_map` ('auto', 'balanced', ...)."
+        from numcook.lm.models import model_folder  # deferred: torch and transformers
+        ref = model_ref(model)
         if device_map: kwargs['device_map'], device = device_map, None
-        model, tok = load_model_and_tokenizer(model_id, device, dtype, **kwargs)
-        return cls(model, tok, model_id, batch_size, device_map)
+        m, tok = _kept(ref.path, device, dtype, kwargs)
+        folder = str(model_folder(ref.path)) if Path(ref.path).exists() else ref.path
+        return cls(m, tok, ref.name if ref.name != ref.path else folder, batch_size, device_map, path=folder, source=ref.source)
 
     def generate(self, prompts, max_new_tokens=32, sampling='greedy', seed=0, batch_size=None, stop_ids=None, show_progress=False,
                  add_bos=None):
