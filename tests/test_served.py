@@ -21,7 +21,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 from transformers import AutoTokenizer
-from numcook.lm.backends import HFBackend, OpenAIBackend, RetryPolicy, greedy_choice
+from numcook.lm.backends import HFBackend, OpenAIBackend, greedy_choice
+from numcook.lm.http import RetryPolicy
 from numcook.nupa.evaluate import evaluate
 from numcook.nupa.generate import generate as nupa_generate
 from numcook.nupa.scoring import make_prompt

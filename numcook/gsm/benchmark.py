@@ -10,14 +10,14 @@ from ..core.errors import NumcookError
 from ..core.config import confirm_large, param, parse_range
 from ..core.outputs import check_not_input
 from ..lm.evaluation import EvalSettings, as_sent
-from ..lm.benchmark import Benchmark, accuracy, register_benchmark
+from ..lm.benchmark import Benchmark, Plan, accuracy
 from .realistic import TEMPLATES
 from .score import accuracy_by_op, auc_table, gsm_prompt, score_reply
 from .generate import (SUBSETS, GENERATOR_VERSION, GenerateConfig, _plan, confirm_context, generate, generate_estimate,
                                   read_problems)
 
 # %% auto #0
-__all__ = ['EVAL_LIMIT', 'GSM_BUDGET', 'GsmEval', 'gsm_samples', 'GsmBenchmark']
+__all__ = ['EVAL_LIMIT', 'GSM_BUDGET', 'GsmEval', 'GsmPlan', 'gsm_plan', 'gsm_samples', 'GsmBenchmark']
 
 # %% ../../nbs/gsm/46_benchmark.ipynb #95c6c452
 @dataclass(kw_only=True)
@@ -55,42 +55,54 @@ def _file_problems(s:GsmEval) -> list[dict]:
                            f"{', '.join(map(str, have[:12]))}{', ...' if len(have) > 12 else ''}); give some of them, or leave out --ops")
     return kept
 
-def gsm_samples(s:GsmEval, tok, chat:bool) -> list[dict]:
-    "The problems of `s` (read, those of `--ops` if given, or generated; the first `s.limit`), each with its prompt as sent and gold answer."
-    if s.problems: problems = _file_problems(s)[:s.limit]
-    else:
-        cfg = _generate_config(s)
-        problems = list(itertools.islice(generate(cfg.subset, cfg.ops, cfg.per_op, cfg.context, cfg.seed, cfg.mode, cfg.template), s.limit))
+@dataclass(frozen=True)
+class GsmPlan(Plan):
+    "`numcook eval gsm`'s settings read once: the problems of a file, or what to generate and its context in tokens."
+    problems: list[dict]|None = None     # the file's problems (those of --ops), when --problems gives them
+    config: GenerateConfig|None = None   # what to generate, otherwise
+    context_tokens: int = 0              # the generated problems' target context
+
+def gsm_plan(s:GsmEval) -> GsmPlan:
+    "The plan of settings `s`: the problems file read (once) and checked, or the generation settings checked."
+    if s.problems:
+        check_not_input(s.out, s.problems)
+        return GsmPlan(s, problems=_file_problems(s))
+    cfg = _generate_config(s)
+    return GsmPlan(s, config=cfg, context_tokens=_plan(cfg)[1])
+
+def gsm_samples(plan:GsmPlan, tok, chat:bool) -> list[dict]:
+    "The problems of `plan` (read, or generated; the first `limit`), each with its prompt as sent and gold answer."
+    s, cfg = plan.settings, plan.config
+    if plan.problems is not None: problems = plan.problems[:s.limit]
+    else: problems = list(itertools.islice(generate(cfg.subset, cfg.ops, cfg.per_op, cfg.context, cfg.seed, cfg.mode, cfg.template), s.limit))
     keep = ('subset', 'mode', 'template', 'op')
     return [{'id': p['id'], 'prompt': as_sent(tok, gsm_prompt(p), s.system_prompt, chat), 'gold': p['answer'],
              'max_new_tokens': s.max_new_tokens or GSM_BUDGET, **{k: p[k] for k in keep if k in p},
              'context': p.get('target_length', 0)} for p in problems]
 
-@register_benchmark
 class GsmBenchmark(Benchmark):
     "GSM-Infinite (Zhou et al.): problems of a subset, mode, op count and context, scored by accuracy per op and AUC."
     name, title, settings, version = 'gsm', 'GSM-Infinite problems, accuracy per op and AUC', GsmEval, GENERATOR_VERSION
     list_field, row_keys = 'subset', ('subset', 'context', 'op')
     def listing(self):
         return '\n'.join([f"subset   {name}" for name in SUBSETS] + [f"template {', '.join(TEMPLATES)} (Medium and Hard)"])
-    def check(self, s):
-        if s.problems: check_not_input(s.out, s.problems); _file_problems(s)
-        else: _plan(_generate_config(s))
-    def estimate(self, s):
-        if s.problems: return
-        confirm_context(_plan(_generate_config(s))[1], s.yes)
-        n = min(generate_estimate(_generate_config(s))[0], s.limit or float('inf'))
+    def check(self, s): return gsm_plan(s)
+    def estimate(self, plan):
+        if plan.config is None: return
+        s = plan.settings
+        confirm_context(plan.context_tokens, s.yes)
+        n = min(generate_estimate(plan.config)[0], s.limit or float('inf'))
         confirm_large(n, EVAL_LIMIT, f"this run would evaluate {n:,} problems", s.yes)
-    def samples(self, s, lm, chat): return gsm_samples(s, lm.tokenizer, chat)
-    def score(self, x, output):
+    def samples(self, plan, lm, chat): return gsm_samples(plan, lm.tokenizer, chat)
+    def score(self, plan, x, output):
         r = score_reply(x, output)
         return {'prediction': r['prediction'], 'correct': r['correct']}
-    def protocol(self, s, lm, chat): return {'chat_template': chat, 'system_prompt': s.system_prompt, 'prompt': 'gsm_prompt'}
-    def decoding(self, s): return {'sampling': 'greedy', 'max_new_tokens': s.max_new_tokens or GSM_BUDGET}
-    def task(self, s):
-        if s.problems: return {'problems': s.problems, **({'ops': s.ops} if s.ops else {})}
-        cfg = _generate_config(s)
-        return {k: getattr(cfg, k) for k in ('subset', 'ops', 'per_op', 'context', 'mode', 'template', 'seed')}
+    def protocol(self, plan, lm, chat): return {'chat_template': chat, 'system_prompt': plan.settings.system_prompt, 'prompt': 'gsm_prompt'}
+    def decoding(self, plan): return {'sampling': 'greedy', 'max_new_tokens': plan.settings.max_new_tokens or GSM_BUDGET}
+    def task(self, plan):
+        s = plan.settings
+        if plan.config is None: return {'problems': s.problems, **({'ops': s.ops} if s.ops else {})}
+        return {k: getattr(plan.config, k) for k in ('subset', 'ops', 'per_op', 'context', 'mode', 'template', 'seed')}
     def summarize(self, recs):
         if not recs: return [], accuracy(recs)
         acc = accuracy_by_op(recs, by=('subset', 'context'))

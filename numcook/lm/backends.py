@@ -4,23 +4,21 @@
 
 # %% ../../nbs/lm/13_backends.ipynb #555aa0a6
 from __future__ import annotations
-import functools, hashlib, http.client, json, os, random, socket, threading, time, urllib.error, urllib.parse, urllib.request
-from concurrent.futures import Future
-import queue
+import functools, hashlib, json, os, threading, urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 from ..core.errors import NumcookError, Registry
 from ..core.seeds import derive_seed
 from ..core.errors import did_you_mean
-from .catalog import MODELS, check_hub_id, resolve_model
+from .catalog import MODELS, ModelRef, check_hub_id, model_ref, resolve_model
 from ..core.files import no_such_path
+from .http import DaemonPool, RetryPolicy, get_json, post_json, public_url, server_message
 
 # %% auto #0
-__all__ = ['BACKENDS', 'WEIGHT_SUFFIXES', 'TRANSIENT_STATUS', 'BYTES_PER_TOKEN', 'ENVELOPE_BYTES', 'SAMPLING_PARAMS',
-           'prompt_kind', 'Completion', 'Position', 'greedy_choice', 'Backend', 'get_backend', 'weights_hash',
-           'HFBackend', 'RetryPolicy', 'answer_cap', 'post_json', 'get_json', 'first_choice', 'model_list',
-           'DaemonPool', 'OpenAIBackend', 'as_backend', 'check_backend_args', 'retry_policy', 'backend_from_args']
+__all__ = ['BACKENDS', 'WEIGHT_SUFFIXES', 'SAMPLING_PARAMS', 'prompt_kind', 'Completion', 'Position', 'greedy_choice', 'Backend',
+           'get_backend', 'weights_hash', 'HFBackend', 'first_choice', 'model_list', 'OpenAIBackend', 'as_backend',
+           'check_backend_args', 'retry_policy', 'backend_from_args']
 
 # %% ../../nbs/lm/13_backends.ipynb #172c897e
 def prompt_kind(p) -> str:
@@ -114,6 +112,17 @@ def _chat_ids(tok, messages) -> list[int]:
     text = tok.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
     return tok(text, add_special_tokens=False)['input_ids']
 
+_KEPT: dict = {}   # (path, device, dtype, load options) -> (model, tokenizer): the last two loaded, for the loads that follow
+
+def _kept(path:str, device, dtype, kw:dict):
+    "`load_model_and_tokenizer` of `path`, reusing the model an earlier load in this process made the same way."
+    from numcook.lm.models import load_model_and_tokenizer  # deferred: torch and transformers
+    key = (str(path), str(device), str(dtype), json.dumps(kw, sort_keys=True, default=str))
+    if key not in _KEPT:
+        while len(_KEPT) >= 2: _KEPT.pop(next(iter(_KEPT)))
+        _KEPT[key] = load_model_and_tokenizer(path, device, dtype, **kw)
+    return _KEPT[key]
+
 @BACKENDS.register('hf')
 class HFBackend(Backend):
     "A transformers causal LM in this process (sharded over GPUs when loaded with `device_map`)."
@@ -128,12 +137,15 @@ class HFBackend(Backend):
         self.generation_config = getattr(model, 'generation_config', None)
 
     @classmethod
-    def load(cls, model_id:str, device:str='auto', dtype:str|None=None, device_map:str|None=None, batch_size:int=64, **kwargs):
-        "Load a local folder or hub id onto `device`, or spread it with accelerate's `device_map` ('auto', 'balanced', ...)."
-        from numcook.lm.models import load_model_and_tokenizer  # deferred: torch and transformers
+    def load(cls, model:str|ModelRef, device:str|None='auto', dtype:str|None=None, device_map:str|None=None, batch_size:int=64,
+             **kwargs):
+        "Load `model` (a reference, or what `model_ref` resolves) onto `device`, or spread it with accelerate's `device_map` ('auto', 'balanced', ...)."
+        from numcook.lm.models import model_folder  # deferred: torch and transformers
+        ref = model_ref(model)
         if device_map: kwargs['device_map'], device = device_map, None
-        model, tok = load_model_and_tokenizer(model_id, device, dtype, **kwargs)
-        return cls(model, tok, model_id, batch_size, device_map)
+        m, tok = _kept(ref.path, device, dtype, kwargs)
+        folder = str(model_folder(ref.path)) if Path(ref.path).exists() else ref.path
+        return cls(m, tok, ref.name if ref.name != ref.path else folder, batch_size, device_map, path=folder, source=ref.source)
 
     def generate(self, prompts, max_new_tokens=32, sampling='greedy', seed=0, batch_size=None, stop_ids=None, show_progress=False,
                  add_bos=None):
@@ -184,103 +196,6 @@ def _hf_prompt_logprobs(model, tok, seqs, k:int, batch_size:int) -> list[list[Po
     return out
 
 # %% ../../nbs/lm/13_backends.ipynb #3861f8cd
-@dataclass
-class RetryPolicy:
-    "How hard to try one HTTP request."
-    attempts: int = 3            # tries in all, the first included (`--max-retries` + 1)
-    backoff: float = 0.5         # seconds before the first retry; doubled after each
-    max_backoff: float = 30.0    # the longest wait between tries
-    timeout: float = 300.0       # seconds one try may take: connecting, waiting for the answer and reading it (`--timeout`)
-    def delay(self, retry:int, retry_after:float|None=None) -> float:
-        "Seconds to wait before retry number `retry` (0-based): exponential backoff with jitter, at least `retry_after`."
-        d = min(self.max_backoff, self.backoff * 2 ** retry)
-        d = _JITTER.uniform(d / 2, d)
-        return max(d, min(retry_after, self.max_backoff)) if retry_after else d
-
-TRANSIENT_STATUS = (408, 409, 425, 429)  # and every 5xx: worth another try
-_JITTER = random.Random()  # its own generator: retries never move the global random state that seeded code relies on
-
-def _public_url(url:str) -> str:
-    "`url` without user, password, query or fragment (what may be written to a config)."
-    u = urllib.parse.urlsplit(url)
-    host = u.hostname or ''
-    if u.port: host += f':{u.port}'
-    return urllib.parse.urlunsplit((u.scheme, host, u.path.rstrip('/'), '', ''))
-
-def _server_message(body:bytes) -> str:
-    try: err = json.loads(body)
-    except (ValueError, UnicodeDecodeError): return body[:200].decode('utf-8', 'replace').strip()
-    if isinstance(err, dict):
-        e = err.get('error', err.get('message', err))
-        if isinstance(e, dict): e = e.get('message', e)
-        return str(e).strip().splitlines()[0][:300] if str(e).strip() else ''
-    return str(err)[:300]
-
-BYTES_PER_TOKEN = 1024   # the most JSON one token of an answer may take (its text escaped, its id, a log-probability): generous
-ENVELOPE_BYTES = 1 << 20 # the JSON around an answer's tokens (ids, usage, a server's own fields)
-
-def answer_cap(payload:dict) -> int:
-    "The most bytes an answer to `payload` may take: `ENVELOPE_BYTES`, plus `BYTES_PER_TOKEN` for each token it may send back (its `max_tokens`, and at most one per character sent: the prompt that token ids, an echo or prompt log-probabilities return), for each log-probability asked."
-    tokens = int(payload.get('max_tokens') or 0) + len(json.dumps(payload))
-    return ENVELOPE_BYTES + BYTES_PER_TOKEN * tokens * (1 + int(payload.get('logprobs') or 0) + int(payload.get('prompt_logprobs') or 0))
-
-class _TooLong(Exception):
-    "An HTTP answer longer than its cap (not read beyond it)."
-
-def _read_until(r, end:float, timeout:float, cap:int) -> bytes:
-    "The body of HTTP response `r`, read piece by piece until `end` (a `time.monotonic()` time), else TimeoutError; `_TooLong` past `cap` bytes."
-    if (n := r.headers.get('Content-Length', '')).isdigit() and int(n) > cap: raise _TooLong(cap)   # (said before it is sent)
-    sock = getattr(getattr(r.fp, 'raw', None), '_sock', None)   # (to shorten each wait to the time left, where it is reachable)
-    pieces, got = [], 0
-    while True:
-        left = end - time.monotonic()
-        if left <= 0: raise TimeoutError(f'no complete answer within {timeout:g} s')
-        if sock is not None: sock.settimeout(left)
-        piece = r.read1(min(1 << 16, cap + 1 - got))
-        if not piece: return b''.join(pieces)
-        pieces.append(piece); got += len(piece)
-        if got > cap: raise _TooLong(cap)
-
-def post_json(url:str, payload:dict, headers:dict, policy:RetryPolicy) -> dict:
-    "POST `payload` as JSON and return the decoded answer, retrying transient failures as `policy` says."
-    body, last, wait_at_least = json.dumps(payload).encode(), '', None
-    for attempt in range(policy.attempts):
-        if attempt: time.sleep(policy.delay(attempt - 1, wait_at_least))
-        wait_at_least = None
-        req = urllib.request.Request(url, data=body, method='POST', headers={'Content-Type': 'application/json', **headers})
-        try:
-            end = time.monotonic() + policy.timeout
-            with urllib.request.urlopen(req, timeout=policy.timeout) as r: raw = _read_until(r, end, policy.timeout, answer_cap(payload))
-            return json.loads(raw)
-        except _TooLong as e:           # not retried: the same server would send as much again
-            raise NumcookError(f"{_public_url(url)} sent more than {e.args[0]:,} bytes in answer to a request for at most "
-                               f"{payload.get('max_tokens')} tokens; refused (does the server ignore max_tokens?)") from None
-        except urllib.error.HTTPError as e:
-            msg = _server_message(e.read(1 << 16) or b'')
-            if e.code in TRANSIENT_STATUS or e.code >= 500:
-                last = f'HTTP {e.code} {msg}'.strip()
-                ra = e.headers.get('Retry-After') if e.headers else None
-                wait_at_least = float(ra) if ra and ra.replace('.', '', 1).isdigit() else None
-                continue
-            raise NumcookError(f"{_public_url(url)} answered HTTP {e.code}: {msg}") from None
-        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, socket.timeout, ValueError) as e:
-            last = f'{type(e).__name__}: {e}'.strip()   # refused, reset, timed out, or a truncated/garbled JSON answer
-            if isinstance(e, TimeoutError) or isinstance(getattr(e, 'reason', None), TimeoutError):
-                last = f'no answer within {policy.timeout:g} s (--timeout)'
-    raise NumcookError(f"{_public_url(url)} gave no usable answer in {policy.attempts} tries (last: {last[:200]})")
-
-def get_json(url:str, headers:dict, policy:RetryPolicy) -> dict:
-    "GET `url` and decode its JSON answer (one try: used to look at a server, not for results)."
-    req = urllib.request.Request(url, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=min(policy.timeout, 30)) as r:
-            return json.loads(_read_until(r, time.monotonic() + min(policy.timeout, 30), min(policy.timeout, 30), 16 * ENVELOPE_BYTES))
-    except _TooLong as e: raise NumcookError(f"{_public_url(url)} sent more than {e.args[0]:,} bytes: not the answer of an OpenAI-compatible server") from None
-    except urllib.error.HTTPError as e:
-        raise NumcookError(f"{_public_url(url)} answered HTTP {e.code}: {_server_message(e.read(1 << 16) or b'')}") from None
-    except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, socket.timeout, ValueError) as e:
-        raise NumcookError(f"cannot reach {_public_url(url)}: {e}") from None
-
 def _shape(x) -> str:
     "What a decoded JSON answer is, in words, for an error message."
     if isinstance(x, dict): return f"a JSON object with keys {', '.join(map(repr, list(x)[:6])) or '(none)'}"
@@ -290,19 +205,19 @@ def first_choice(answer, url:str) -> dict:
     "The first of the `choices` of a completion answer from `url`, or a one-line error saying what the server sent instead."
     choices = answer.get('choices') if isinstance(answer, dict) else None
     if isinstance(choices, list) and choices and isinstance(choices[0], dict): return choices[0]
-    if isinstance(answer, dict) and answer.get('error'): why = f"an error: {_server_message(json.dumps(answer).encode())}"
+    if isinstance(answer, dict) and answer.get('error'): why = f"an error: {server_message(json.dumps(answer).encode())}"
     elif isinstance(answer, dict) and 'choices' in answer: why = f"'choices' that hold no completion ({_shape(choices)})"
     else: why = f"{_shape(answer)} without 'choices'"
-    raise NumcookError(f"{_public_url(url)} answered {why}: not an OpenAI-compatible completion")
+    raise NumcookError(f"{public_url(url)} answered {why}: not an OpenAI-compatible completion")
 
 def model_list(answer, url:str) -> list[dict]:
     "The models of a `/models` answer from `url` (`{'data': [{'id': ...}, ...]}`), or a one-line error saying what came instead."
     data = answer.get('data') if isinstance(answer, dict) else None
     if isinstance(data, list) and all(isinstance(m, dict) and isinstance(m.get('id'), str) for m in data): return data
-    raise NumcookError(f"{_public_url(url)} answered {_shape(answer)}, not a list of models ({{'data': [{{'id': ...}}]}}): "
+    raise NumcookError(f"{public_url(url)} answered {_shape(answer)}, not a list of models ({{'data': [{{'id': ...}}]}}): "
                        f"is --base-url the /v1 address of an OpenAI-compatible server?")
 
-# %% ../../nbs/lm/13_backends.ipynb #e2d80718
+# %% ../../nbs/lm/13_backends.ipynb #510eb6e8
 def _token_id(name:str, tok) -> int:
     if name.startswith('token_id:'): return int(name[9:])
     if tok is None: raise NumcookError("the server names tokens by their text and no tokenizer is known to map them to ids")
@@ -344,26 +259,9 @@ def _parse_echo_logprobs(choice:dict, seq:list[int], tok) -> list[Position]:
     out = [Position(_top(tops[i], tok), seq[i], tlp[i]) for i in range(1, len(seq))]
     return out + [Position(_top(tops[len(seq)], tok))]
 
-# %% ../../nbs/lm/13_backends.ipynb #71c97d7c
-class DaemonPool:
-    "`n` daemon threads that run submitted calls: like `ThreadPoolExecutor.submit`, but an exiting interpreter does not wait for them."
-    def __init__(self, n:int, name:str='numcook-http'):
-        self.n, self._q = n, queue.SimpleQueue()
-        for i in range(n): threading.Thread(target=self._work, name=f'{name}-{i}', daemon=True).start()
-    def _work(self):
-        while (job := self._q.get()) is not None:
-            f, fn, x = job
-            if not f.set_running_or_notify_cancel(): continue
-            try: f.set_result(fn(x))
-            except BaseException as e: f.set_exception(e)
-    def submit(self, fn, x) -> Future:
-        "A future of `fn(x)`, run by the first free thread."
-        f = Future(); self._q.put((f, fn, x)); return f
-    def shutdown(self):
-        "Let every thread end once the calls submitted before are done."
-        for _ in range(self.n): self._q.put(None)
 
-# %% ../../nbs/lm/13_backends.ipynb #99ea3fdf
+
+# %% ../../nbs/lm/13_backends.ipynb #5b3774d8
 SAMPLING_PARAMS = {'greedy': dict(temperature=0.0), 'paper': dict(temperature=0.6, top_p=0.9)}  # as numcook.lm.runtime.SAMPLING
 
 @BACKENDS.register('openai')
@@ -374,7 +272,7 @@ class OpenAIBackend(Backend):
                  policy:RetryPolicy|None=None, logprobs_api:str='auto'):
         if not base_url: raise NumcookError("backend 'openai' needs the server's --base-url, like http://127.0.0.1:8000/v1")
         if urllib.parse.urlsplit(base_url).scheme not in ('http', 'https') or not urllib.parse.urlsplit(base_url).hostname:
-            raise NumcookError(f"bad --base-url {_public_url(base_url)!r}: give it like http://127.0.0.1:8000/v1")
+            raise NumcookError(f"bad --base-url {public_url(base_url)!r}: give it like http://127.0.0.1:8000/v1")
         if max_concurrency < 1: raise NumcookError(f"max_concurrency must be at least 1, got {max_concurrency}")
         if logprobs_api not in ('auto', 'prompt_logprobs', 'echo'):
             raise NumcookError(f"unknown logprobs_api {logprobs_api!r}; valid: auto, prompt_logprobs, echo")
@@ -400,7 +298,7 @@ class OpenAIBackend(Backend):
             models = model_list(get_json(url, self._headers(), self.policy), url)
             mine = [m for m in models if m['id'] == self.model_id]
             if not mine:
-                raise did_you_mean(self.model_id, [m['id'] for m in models], f'model at {_public_url(self.base_url)}')
+                raise did_you_mean(self.model_id, [m['id'] for m in models], f'model at {public_url(self.base_url)}')
             self._info = {k: mine[0][k] for k in ('id', 'root', 'owned_by', 'max_model_len') if k in mine[0]}
         return self._info
 
@@ -436,7 +334,7 @@ class OpenAIBackend(Backend):
         ch = self._post('/completions', dict(body, prompt=list(p) if kind == 'ids' else p))
         ids, text = ch.get('token_ids'), ch.get('text')
         if ids is not None and not (isinstance(ids, list) and all(isinstance(i, int) for i in ids)):
-            raise NumcookError(f"{_public_url(self.base_url)} answered 'token_ids' that are {_shape(ids)}, not a list of token ids")
+            raise NumcookError(f"{public_url(self.base_url)} answered 'token_ids' that are {_shape(ids)}, not a list of token ids")
         if ids is not None:
             stops = set(stop_ids or ()) | ({self.tokenizer.eos_token_id} if self.tokenizer is not None else set())
             if ids and ids[-1] in stops and ch.get('finish_reason') == 'stop': ids = ids[:-1]   # the end token is not the answer's
@@ -446,7 +344,7 @@ class OpenAIBackend(Backend):
     def _completion(self, text, finish, ids) -> Completion:
         "A `Completion` of the text a server sent: a string, or none at all (null or absent: counted as missing, never as an answer)."
         if text is not None and not isinstance(text, str):
-            raise NumcookError(f"{_public_url(self.base_url)} answered a completion whose text is {_shape(text)}, not a string")
+            raise NumcookError(f"{public_url(self.base_url)} answered a completion whose text is {_shape(text)}, not a string")
         return Completion(text or '', finish, ids, missing=text is None)
 
     def generate(self, prompts, max_new_tokens=32, sampling='greedy', seed=0, batch_size=None, stop_ids=None, show_progress=False,
@@ -479,7 +377,7 @@ class OpenAIBackend(Backend):
         return first + self._map(lambda s: self._score(s, k, api), seqs[len(first):])
 
     def describe(self) -> dict:
-        d = {'backend': self.name, 'model': self.model_id, 'base_url': _public_url(self.base_url)}
+        d = {'backend': self.name, 'model': self.model_id, 'base_url': public_url(self.base_url)}
         info = self.server_info()
         if info: d['server_model'] = info
         if self.api_key_env: d['api_key_env'] = self.api_key_env

@@ -4,10 +4,10 @@
 
 # %% ../../nbs/lm/15_benchmark.ipynb #bcdd1b72
 from __future__ import annotations
-import importlib, pkgutil
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
-import numcook
 from ..core.errors import NumcookError, Registry
 from ..core.outputs import waiting_lock, warn
 from ..core.seeds import numerics
@@ -16,27 +16,31 @@ from .evaluation import (EvalSettings, EvalFolder, Loaded, chat_protocol, check_
 from .results import concat_once, output_counts, read_result_records, record_benchmark, result_record, results_source
 
 # %% auto #0
-__all__ = ['BENCHMARKS', 'register_benchmark', 'benchmarks', 'get_benchmark', 'Benchmark', 'accuracy', 'read_results',
-           'cached_eval']
+__all__ = ['BENCHMARKS', 'BENCHMARK_CLASSES', 'register_benchmark', 'benchmarks', 'get_benchmark', 'Plan', 'Benchmark',
+           'accuracy', 'read_results', 'cached_eval']
 
 # %% ../../nbs/lm/15_benchmark.ipynb #2ecc2c64
 BENCHMARKS = Registry('benchmark')
 
+BENCHMARK_CLASSES = {  # name -> the class that runs it: numcook's benchmarks, imported only when first asked for
+    'nupa': 'numcook.nupa.benchmark.NupaBenchmark',
+    'gsm': 'numcook.gsm.benchmark.GsmBenchmark',
+    'zeh': 'numcook.zeh.benchmark.ZehBenchmark',
+}
+
 def register_benchmark(cls):
-    "Class decorator: register one instance of Benchmark subclass `cls` under `cls.name` (a class defined again, as a notebook cell run twice, replaces itself)."
+    "Register one instance of Benchmark subclass `cls` under `cls.name`, beside `BENCHMARK_CLASSES` (a class defined again, as a notebook cell run twice, replaces itself)."
     old = BENCHMARKS.get(cls.name) if cls.name in BENCHMARKS else None
     if old is not None and type(old).__qualname__ == cls.__qualname__: del BENCHMARKS[cls.name]
     BENCHMARKS.register(cls.name, obj=cls())
     return cls
 
 def benchmarks() -> Registry:
-    "Every registered benchmark, after importing the `benchmark` module of each numcook sub-package that has one."
-    for pkg in pkgutil.iter_modules(numcook.__path__):
-        if pkg.ispkg and (Path(numcook.__path__[0]) / pkg.name / 'benchmark.py').is_file():
-            mod = importlib.import_module(f'numcook.{pkg.name}.benchmark')
-            for obj in vars(mod).values():       # (also after this module was reloaded: a class registers itself once per import)
-                if (isinstance(obj, type) and obj.__module__ == mod.__name__ and getattr(obj, 'name', '') not in ('', *BENCHMARKS)
-                        and any(b.__name__ == 'Benchmark' for b in obj.__mro__[1:])): BENCHMARKS.register(obj.name, obj=obj())
+    "Every benchmark: those of `BENCHMARK_CLASSES` (each imported and made once) and those registered."
+    for name, path in BENCHMARK_CLASSES.items():
+        if name not in BENCHMARKS:
+            module, cls = path.rsplit('.', 1)
+            BENCHMARKS.register(name, obj=getattr(importlib.import_module(module), cls)())
     return BENCHMARKS
 
 def get_benchmark(name:str):
@@ -44,6 +48,12 @@ def get_benchmark(name:str):
     return benchmarks().get(name)
 
 # %% ../../nbs/lm/15_benchmark.ipynb #f5e5c067
+@dataclass(frozen=True)
+class Plan:
+    "What a benchmark's `check` made of its settings; a benchmark's own plan adds what it parsed or read (once)."
+    settings: EvalSettings   # the settings as given
+
+# %% ../../nbs/lm/15_benchmark.ipynb #fa8c405c
 class Benchmark:
     "A benchmark as `numcook eval NAME` runs it: its settings, samples with prompts as sent, how an output is scored, and the summary."
     name: str = ''                 # the name `numcook eval` knows it by
@@ -58,26 +68,30 @@ class Benchmark:
     def listing(self) -> str:
         "What `numcook eval NAME --tasks list` prints."
         return ''
-    def check(self, s) -> None:
-        "Refuse settings of the benchmark's own that it cannot start with (one-line errors); nothing is loaded yet."
-    def estimate(self, s) -> None:
+    def check(self, s) -> Plan:
+        "The plan of settings `s`: what the benchmark parsed from them, or one-line errors for those it cannot start with; nothing is loaded yet."
+        return Plan(s)
+    def estimate(self, plan:Plan) -> None:
         "Ask for `--yes` before very large work (after every setting was checked, before the model loads)."
-    def samples(self, s, lm:Loaded, chat:bool) -> list[dict]:
-        "The samples of settings `s`: `id`, `prompt` (as sent), `gold`, `max_new_tokens` and the fields its records keep."
+    def bind(self, plan:Plan, lm:Loaded) -> Plan:
+        "The plan completed with what the loaded model says (default: as it is)."
+        return plan
+    def samples(self, plan:Plan, lm:Loaded, chat:bool) -> list[dict]:
+        "The samples of the plan: `id`, `prompt` (as sent), `gold`, `max_new_tokens` and the fields its records keep."
         raise NotImplementedError
-    def score(self, sample:dict, output:str) -> dict:
+    def score(self, plan:Plan, sample:dict, output:str) -> dict:
         "The `prediction` read from `output`, whether it is `correct`, and any other per-sample scores."
         raise NotImplementedError
     def summarize(self, records:Sequence[dict]) -> tuple[list[dict], dict]:
         "The rows of summary.csv (one per group of `row_keys`) and the overall numbers of summary.json."
         raise NotImplementedError
-    def protocol(self, s, lm:Loaded, chat:bool) -> dict:
+    def protocol(self, plan:Plan, lm:Loaded, chat:bool) -> dict:
         "How prompts are written (recorded in config.json; a resume must agree)."
-        return {'chat_template': chat, 'system_prompt': s.system_prompt}
-    def decoding(self, s) -> dict:
+        return {'chat_template': chat, 'system_prompt': plan.settings.system_prompt}
+    def decoding(self, plan:Plan) -> dict:
         "How outputs are decoded (recorded in config.json; a resume must agree)."
-        return {'sampling': 'greedy', 'max_new_tokens': s.max_new_tokens or 'auto'}
-    def task(self, s) -> dict:
+        return {'sampling': 'greedy', 'max_new_tokens': plan.settings.max_new_tokens or 'auto'}
+    def task(self, plan:Plan) -> dict:
         "What is evaluated (recorded in config.json; it may grow between runs of one folder)."
         return {}
     def table(self, rows, source:Path|None=None):
@@ -89,12 +103,11 @@ class Benchmark:
         return f"{c}/{n} correct" + (f" (accuracy {c / n:.3f})" if n else '')
 
     # -- the one evaluation loop ---------------------------------------------------------------------------------
-    def record(self, sample:dict, output:str) -> dict:
-        "The results record of `sample` answered with `output`, in the shared schema."
-        return result_record(sample, output, self.score(sample, output))
-    def run(self, s, lm:Loaded, chat:bool, samples:list[dict], folder:EvalFolder) -> list[dict]:
+    def run(self, plan:Plan, lm:Loaded, chat:bool, samples:list[dict], folder:EvalFolder) -> list[dict]:
         "Answer and score every sample not yet in `folder` (generate and score), and return all the samples' records."
-        return generate_and_score(lm.model, lm.tokenizer, samples, self.record, folder, s.batch_size,
+        s = plan.settings
+        record = lambda sample, output: result_record(sample, output, self.score(plan, sample, output))
+        return generate_and_score(lm.model, lm.tokenizer, samples, record, folder, s.batch_size,
                                   getattr(s, 'sampling', 'greedy'), s.seed, add_bos=False if chat else self.add_bos(lm),
                                   desc=f'eval {self.name}')
     def add_bos(self, lm:Loaded) -> bool|None:
@@ -103,16 +116,17 @@ class Benchmark:
     def evaluate(self, s) -> dict:
         "`numcook eval NAME`: evaluate `s.model` with settings `s` into the results folder `s.out`; returns the summary."
         if getattr(s, self.list_field, None) == 'list': print(self.listing()); return {}
-        self.check(s)
+        plan = self.check(s)
         check_settings(s, self.title)
-        self.estimate(s)
+        self.estimate(plan)
         lm = load_eval_model(s, **self.load)
+        plan = self.bind(plan, lm)
         chat = chat_protocol(lm.tokenizer, s.chat_template)
-        samples = self.samples(s, lm, chat)
-        cfg = eval_config(self.name, s, lm, self.protocol(s, lm, chat), self.decoding(s), self.version, **self.task(s))
+        samples = self.samples(plan, lm, chat)
+        cfg = eval_config(self.name, s, lm, self.protocol(plan, lm, chat), self.decoding(plan), self.version, **self.task(plan))
         with EvalFolder(s.out, cfg) as f:
             f.check_samples(samples)
-            recs = self.run(s, lm, chat, samples, f)
+            recs = self.run(plan, lm, chat, samples, f)
             rows, overall = self.summarize(recs)
             summary = {'benchmark': self.name, 'model': s.model, **overall, **output_counts(recs)}
             f.finish(rows, summary)

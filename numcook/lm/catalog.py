@@ -14,8 +14,8 @@ from ..core.outputs import OutputLock
 # %% auto #0
 __all__ = ['MODELS', 'CONVERSION_VERSION', 'NamedModel', 'install_command', 'cache_root', 'installed_file', 'file_sha256',
            'cached_sha256', 'convert_gguf', 'check_converted', 'named_folder', 'check_model_spec', 'resolve_model',
-           'hub_reachable', 'check_hub_id', 'model_source', 'verify', 'list_command', 'path_command', 'verify_command',
-           'install_command_line']
+           'hub_reachable', 'check_hub_id', 'ModelRef', 'model_ref', 'model_source', 'verify', 'list_command',
+           'path_command', 'verify_command', 'install_command_line']
 
 # %% ../../nbs/lm/18_catalog.ipynb #852a880b
 @dataclass(frozen=True)
@@ -260,17 +260,32 @@ def check_hub_id(s:str, what:str='model'):
     raise NumcookError(f"cannot load {what} {s!r}: it is not a named model ({', '.join(MODELS)}), a model folder, a .gguf file, "
                        f"or a hub id in the local cache, and the hub cannot be reached from here")
 
-def model_source(spec:str|Path) -> dict|None:
+@dataclass(frozen=True)
+class ModelRef:
+    "A model as `--model` named it, resolved once where it enters: what the loaders read, how results name it, where its weights came from."
+    spec: str            # as given: a named model, a .gguf file, a model or run folder, or a hub id
+    path: str            # what the loaders read: a folder (a named model's or a GGUF file's converted one, or the folder given) or the hub id
+    name: str            # how results name it: a named model's name, else `path`
+    source: dict|None    # a named model's or GGUF file's origin and checksums, checked against the folder (None for a hub id or a plain folder)
+
+def model_ref(spec:str|Path|ModelRef) -> ModelRef:
+    "`spec` resolved once: checked (`check_model_spec`), converted if a named model or GGUF file (each file hashed once), its source read and checked."
+    if isinstance(spec, ModelRef): return spec
+    s = str(spec)
+    path = resolve_model(s)
+    src = None
+    if s in MODELS or s.endswith('.gguf') or Path(s).is_dir():
+        folder = Path(path); src = _source(folder)
+        if src is not None and (why := _changed(folder, src)): raise NumcookError(f"{why}; {_again(folder)}")   # (the checksum recorded is that of what is loaded)
+    return ModelRef(s, path, s if s in MODELS else path, src)
+
+def model_source(spec:str|Path|ModelRef) -> dict|None:
     "What a results config records of where `spec`'s weights came from (a named model or a GGUF converted first, if not yet): origin and checksums, else None."
     s = str(spec)
-    if s in MODELS: folder = named_folder(s)
-    elif s.endswith('.gguf') or Path(s).is_dir(): folder = Path(resolve_model(s))
-    else: return None
-    src = _source(folder)
-    if src is not None and (why := _changed(folder, src)): raise NumcookError(f"{why}; {_again(folder)}")   # (the checksum recorded is that of what is loaded)
-    return src
+    if not isinstance(spec, ModelRef) and s not in MODELS and not s.endswith('.gguf') and not Path(s).is_dir(): return None   # a hub id
+    return model_ref(spec).source
 
-# %% ../../nbs/lm/18_catalog.ipynb #16976d44
+# %% ../../nbs/lm/18_catalog.ipynb #5016a7cb
 def verify(name:str) -> list[tuple[str, bool, str]]:
     "The checks of registered model `name`: (what was checked, whether it holds, the detail)."
     m, out = MODELS.get(name), []
@@ -290,7 +305,7 @@ def verify(name:str) -> list[tuple[str, bool, str]]:
         out.append(('weights as written', w == src.get('weights_sha256'), w or 'model.safetensors missing'))
     return out
 
-# %% ../../nbs/lm/18_catalog.ipynb #5016a7cb
+# %% ../../nbs/lm/18_catalog.ipynb #4bd670d2
 def list_command() -> int:
     "`numcook models list`: the named models, whether each is installed and converted (or its conversion is broken, and what is wrong)."
     for name, m in sorted(MODELS.items()):

@@ -14,12 +14,12 @@ from ..core.outputs import OutputGuard, check_output_path
 from ..core.config import param, to_jsonable
 from ..core.parallel import progress
 from .runtime import pick_device
-from .models import DTYPES, load_model_and_tokenizer, model_folder, run_config
+from .models import DTYPES, run_config
 from .backends import HFBackend, as_backend, backend_from_args, check_backend_args
 import numcook
 from importlib.metadata import version, PackageNotFoundError
 from .. import __version__
-from .catalog import MODELS, model_source, resolve_model
+from .catalog import model_ref
 
 # %% auto #0
 __all__ = ['RESUME_SAME', 'BATCH_TOKENS', 'EvalSettings', 'check_settings', 'text_sha256', 'Loaded', 'load_eval_model',
@@ -75,30 +75,14 @@ class Loaded:
     info: dict                    # the backend's description (model, weights or revision, dtype, device), tokenizer, chat template
     run_config: dict|None = None  # the settings a numcook run folder was trained with (its number format and prompt style), else None
 
-_KEPT: dict = {}   # (model, device, dtype, load options) -> (model, tokenizer): the last two loaded, for the evaluations that follow
-
-def _kept(path, dev, dtype, kw:dict):
-    "`load_model_and_tokenizer` of `path`, reusing the model an earlier evaluation in this process loaded the same way."
-    key = (str(path), str(dev), str(dtype), json.dumps(kw, sort_keys=True, default=str))
-    if key not in _KEPT:
-        while len(_KEPT) >= 2: _KEPT.pop(next(iter(_KEPT)))
-        _KEPT[key] = load_model_and_tokenizer(path, dev, dtype, **kw)
-    return _KEPT[key]
-
 def load_eval_model(s:EvalSettings, **load) -> Loaded:
     "Open `s.model` (a numcook run folder, a model folder, a hub id, or a served model) with the backend `s` names, and describe it."
     saved = None
     if check_backend_args(s) is HFBackend:
         if not s.device_map: pick_device(s.device)
-        kw = {'device_map': s.device_map, **load} if s.device_map else load
-        dev, dtype = None if s.device_map else s.device, None if s.dtype == 'auto' else s.dtype
-        path = resolve_model(s.model)                  # a named model: its converted folder (made on first use)
-        model, tok = _kept(path, dev, dtype, kw)
-        local = Path(path).exists()
-        saved = run_config(path) if local else None
-        folder = str(model_folder(path)) if local else path
-        gen = HFBackend(model, tok, s.model if s.model in MODELS else folder, batch_size=s.batch_size, device_map=s.device_map,
-                        path=folder, source=model_source(s.model))
+        ref = model_ref(s.model)                       # resolved once: a named model's converted folder (made on first use), its source
+        gen = HFBackend.load(ref, s.device, None if s.dtype == 'auto' else s.dtype, s.device_map, s.batch_size, **load)
+        saved = run_config(ref.path) if Path(ref.path).exists() else None
     else: gen = backend_from_args(s, s.model, need_tokenizer=True)
     tok = gen.tokenizer
     info = {'backend': gen.describe(), 'tokenizer': type(tok).__name__ if tok is not None else None,

@@ -5,11 +5,12 @@
 # %% ../../nbs/nupa/28_benchmark.ipynb #f7030a0d
 from __future__ import annotations
 import itertools
+import dataclasses
 from dataclasses import dataclass
 from ..core.config import confirm_large, param, parse_range
 from ..lm.runtime import SAMPLING
 from ..lm.evaluation import EvalSettings, Loaded, as_sent
-from ..lm.benchmark import Benchmark, accuracy, register_benchmark
+from ..lm.benchmark import Benchmark, Plan, accuracy
 from .formats import NumberFormat
 from .metrics import METRICS, range_of
 from .tasks import MAX_LENGTH, get_task, task_names, task_table
@@ -19,7 +20,8 @@ from .evaluate import score_output, summarize
 from .train import train_config
 
 # %% auto #0
-__all__ = ['NUPA_EVAL_VERSION', 'EVAL_LIMIT', 'NupaEval', 'answer_budget', 'answer_budgets', 'nupa_samples', 'NupaBenchmark']
+__all__ = ['NUPA_EVAL_VERSION', 'EVAL_LIMIT', 'NupaEval', 'answer_budget', 'answer_budgets', 'NupaPlan', 'nupa_plan',
+           'nupa_samples', 'NupaBenchmark']
 
 # %% ../../nbs/nupa/28_benchmark.ipynb #ff7c13b7
 @dataclass(kw_only=True)
@@ -50,41 +52,50 @@ def _style(s:NupaEval, lm:Loaded|None) -> tuple[NumberFormat, str]:
     if tcfg is not None: return tcfg.number_format, s.prompt_style or tcfg.prompt_style
     return NumberFormat(), s.prompt_style or 'completion'
 
-def nupa_samples(s:NupaEval, fmt:NumberFormat, style:str, tok, chat:bool) -> list[dict]:
-    "The NUPA items of `s` (the first `s.limit`), each with its prompt as sent, gold answer and answer budget."
-    names = task_names(s.tasks)
-    lengths = None if s.lengths is None else parse_range(s.lengths, 'lengths', 1, MAX_LENGTH)
-    recs = list(itertools.islice(iter_generate(names, lengths, s.n, s.seed), s.limit))
+@dataclass(frozen=True)
+class NupaPlan(Plan):
+    "`numcook eval nupa`'s settings parsed once: the task names and lengths, and (once the model is loaded) how it is asked."
+    tasks: list[str]                 # registry names
+    lengths: list[int]|None          # None: each task's own range
+    fmt: NumberFormat|None = None    # the number format the model reads and writes
+    style: str|None = None           # the prompt style
+
+def nupa_plan(s:NupaEval) -> NupaPlan:
+    "The plan of settings `s` (one-line errors for unknown tasks or bad lengths)."
+    return NupaPlan(s, task_names(s.tasks), None if s.lengths is None else parse_range(s.lengths, 'lengths', 1, MAX_LENGTH))
+
+def nupa_samples(plan:NupaPlan, tok, chat:bool) -> list[dict]:
+    "The NUPA items of `plan` (the first `limit`), each with its prompt as sent, gold answer and answer budget."
+    s, fmt, style = plan.settings, plan.fmt, plan.style
+    recs = list(itertools.islice(iter_generate(plan.tasks, plan.lengths, s.n, s.seed), s.limit))
     budget = answer_budgets(recs, fmt)
     return [{'id': r['id'], 'prompt': as_sent(tok, fmt.encode(make_prompt(r, style)), s.system_prompt, chat), 'gold': str(r['answer']),
              'max_new_tokens': s.max_new_tokens or budget[r['task'], r['length']],
              **{k: v for k, v in r.items() if k not in ('id', 'answer')}} for r in recs]
 
-@register_benchmark
 class NupaBenchmark(Benchmark):
     "The NUPA Test (Number Cookbook §2): 41 tasks at their lengths, scored with exact match, digit match and dlength."
     name, title, settings, version = 'nupa', 'the NUPA Test (Number Cookbook): 41 tasks at their lengths', NupaEval, NUPA_EVAL_VERSION
     row_keys = ('task', 'length')
     def listing(self) -> str: return task_table().to_string(index=False)
-    def check(self, s):
-        task_names(s.tasks)
-        if s.lengths is not None: parse_range(s.lengths, 'lengths', 1, MAX_LENGTH)
-    def estimate(self, s):
-        n = min(generate_estimate(task_names(s.tasks), None if s.lengths is None else parse_range(s.lengths, 'lengths', 1, MAX_LENGTH), s.n)[0],
-                s.limit or float('inf'))
+    def check(self, s): return nupa_plan(s)
+    def estimate(self, plan):
+        s = plan.settings
+        n = min(generate_estimate(plan.tasks, plan.lengths, s.n)[0], s.limit or float('inf'))
         confirm_large(n, EVAL_LIMIT, f"this run would evaluate up to {n:,} questions", s.yes)
-    def samples(self, s, lm, chat):
-        self._fmt, style = _style(s, lm)
-        return nupa_samples(s, self._fmt, style, lm.tokenizer, chat)
-    def score(self, x, output):
-        return score_output(x, output, getattr(self, '_fmt', None))
+    def bind(self, plan, lm):
+        fmt, style = _style(plan.settings, lm)
+        return dataclasses.replace(plan, fmt=fmt, style=style)
+    def samples(self, plan, lm, chat): return nupa_samples(plan, lm.tokenizer, chat)
+    def score(self, plan, x, output): return score_output(x, output, plan.fmt)
     def add_bos(self, lm): return True
-    def protocol(self, s, lm, chat):
-        fmt, style = _style(s, lm)
-        return {'prompt_style': style, 'number_format': fmt, 'chat_template': chat, 'system_prompt': s.system_prompt, 'bos': not chat}
-    def decoding(self, s):
+    def protocol(self, plan, lm, chat):
+        return {'prompt_style': plan.style, 'number_format': plan.fmt, 'chat_template': chat, 'system_prompt': plan.settings.system_prompt,
+                'bos': not chat}
+    def decoding(self, plan):
+        s = plan.settings
         return {'sampling': s.sampling, **SAMPLING[s.sampling], 'seed': s.seed, 'max_new_tokens': s.max_new_tokens or 'auto'}
-    def task(self, s): return {'tasks': s.tasks, 'lengths': s.lengths, 'n': s.n}
+    def task(self, plan): return {'tasks': plan.settings.tasks, 'lengths': plan.settings.lengths, 'n': plan.settings.n}
     def summarize(self, recs):
         rows = summarize(recs)
         overall = {m: sum(r[m] for r in recs) / len(recs) for m in METRICS} if recs else {}

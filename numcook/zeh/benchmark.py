@@ -11,7 +11,7 @@ from ..core.errors import NumcookError
 from ..core.config import confirm_large, load_config, param, read_config
 from ..core.outputs import read_records
 from ..lm.evaluation import EvalSettings, check_settings, load_eval_model
-from ..lm.benchmark import Benchmark, accuracy, register_benchmark
+from ..lm.benchmark import Benchmark, Plan, accuracy
 from ..lm.distributed import world
 from ..lm.results import upgrade_record
 from .families import FAMILIES, Family, get_family
@@ -19,8 +19,8 @@ from .verify import (STRATEGIES, ZEH_VERSION, ZehConfig, _check, _saved_limiter_
                                 summarize, zero_error_horizon)
 
 # %% auto #0
-__all__ = ['RUN_LIMIT', 'ZehEval', 'zeh_run_config', 'run_estimate', 'listing', 'ZehBenchmark', 'folder_config', 'folder_summary',
-           'summary_command', 'list_command']
+__all__ = ['RUN_LIMIT', 'ZehEval', 'zeh_run_config', 'run_estimate', 'listing', 'ZehPlan', 'ZehBenchmark', 'folder_config',
+           'folder_summary', 'summary_command', 'list_command']
 
 # %% ../../nbs/zeh/37_benchmark.ipynb #68bea352
 @dataclass(kw_only=True)
@@ -66,7 +66,11 @@ def listing() -> str:
     lines.append(f"family   {'nupa:<task>':<16} any NUPA task, size = digit length, sampled")
     return '\n'.join(lines + [f"strategy {name:<16} {STRATEGIES[name].doc}" for name in sorted(STRATEGIES)])
 
-@register_benchmark
+@dataclass(frozen=True)
+class ZehPlan(Plan):
+    "`numcook eval zeh`'s settings made once into the run's `ZehConfig`."
+    config: ZehConfig
+
 class ZehBenchmark(Benchmark):
     "The Zero-Error Horizon (Sato): the largest size up to which a model answers every instance of a family right."
     name, title, settings, version = 'zeh', 'the Zero-Error Horizon of a problem family', ZehEval, ZEH_VERSION
@@ -80,18 +84,19 @@ class ZehBenchmark(Benchmark):
         if s.backend != 'hf' and strat.verify in ('tf', 'trie'):
             raise NumcookError(f"strategy {cfg.strategy!r} needs the model in this process; through a server use 'logprobs' "
                                f"(prompt log-probabilities) or a greedy strategy (naive, batched, batched_la)")
-    def estimate(self, s):
-        cfg = zeh_run_config(s)
+        return ZehPlan(s, cfg)
+    def estimate(self, plan):
+        cfg = plan.config
         n = run_estimate(get_family(cfg.family), cfg)
         confirm_large(n, RUN_LIMIT, f"this run could verify up to {n:,} instances (sizes {cfg.min_size}-{cfg.max_size}"
-                      f"{', if no size fails first' if cfg.stop == 'horizon' else ''})", s.yes)
+                      f"{', if no size fails first' if cfg.stop == 'horizon' else ''})", plan.settings.yes)
     def evaluate(self, s):
         "`numcook eval zeh`: verify `s.model` into the results folder `s.out` (the horizon, its limiter, accuracy per size)."
         if s.family == 'list': print(self.listing()); return {}
-        self.check(s); check_settings(s, 'ZEH'); self.estimate(s)
+        plan = self.check(s); check_settings(s, 'ZEH'); self.estimate(plan)
         w = world()                  # under torchrun: before the model loads, so that 'cuda' is this rank's GPU
         lm = load_eval_model(s, **self.load)
-        summ = zero_error_horizon(lm.model, lm.tokenizer, zeh_run_config(s), s.out, info=lm.info, settings=s)
+        summ = zero_error_horizon(lm.model, lm.tokenizer, plan.config, s.out, info=lm.info, settings=s)
         if w.main: self.show(size_rows(read_records(Path(s.out) / 'results.jsonl', 'results', empty_ok=True)), summ, s.out)
         return summ
     def summarize(self, recs):

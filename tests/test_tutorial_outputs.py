@@ -1,0 +1,38 @@
+"""The reading-group tutorials keep their outputs in the repository, and they are what the code gives now:
+`scripts/tutorial_outputs.py --check` executes each tutorial's quick cells (in a kernel started as `numcook repro`
+starts one) and compares every output with the committed one (text exactly, a figure by its size)."""
+import json, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "tutorial_outputs.py"
+TUTORIALS = ["nupa_reading_group", "zeh_reading_group", "gsm_reading_group"]
+
+
+def check(*names, timeout=900):
+    return subprocess.run([sys.executable, str(SCRIPT), "--check", *map(str, names)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("name", TUTORIALS)
+def test_a_tutorial_shows_what_its_code_gives(name):
+    nb = json.loads((ROOT / "nbs" / "tutorials" / f"{name}.ipynb").read_text())
+    shown = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in shown), f"{name} keeps no figure"
+    r = check(name)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_check_fails_on_an_output_the_code_no_longer_gives(tmp_path):
+    def nb(shown):
+        return {"cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None, "source": "print(1 + 1)",
+                           "outputs": [{"output_type": "stream", "name": "stdout", "text": shown}]}],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "python3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "right.ipynb").write_text(json.dumps(nb("2\n")))
+    (tmp_path / "stale.ipynb").write_text(json.dumps(nb("3\n")))
+    assert check(tmp_path / "right.ipynb").returncode == 0
+    r = check(tmp_path / "stale.ipynb")
+    assert r.returncode == 1 and "stale cell 0 ('print(1 + 1)'): its committed output is not what the code gives now" in r.stdout
