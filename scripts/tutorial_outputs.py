@@ -9,7 +9,8 @@ numbers are those of any x86-64 CPU with AVX2). The outputs are kept small and f
 and other stderr are dropped, the checkout's path is written `.`, a temporary folder `<tmp>`, and figures are PNGs at
 72 dpi. `--check` (run by `make test`) executes the cells the quick test run executes (not those marked `slow` or
 `gpu`: they run the real model, and their committed outputs come from the last full run) and compares them with the
-committed ones: text exactly, a figure by its size in pixels (its pixels depend on the fonts of the machine).
+committed ones: text exactly, a figure by its size in pixels (its pixels depend on the fonts of the machine). A cell
+marked `#| varies` shows wall times: its text is compared with every number masked.
 """
 import argparse, base64, copy, os, re, struct, subprocess, sys, time
 from pathlib import Path
@@ -25,9 +26,14 @@ KERNEL_ENV = {"NUMCOOK_PROGRESS": "0"}          # no progress bars: they would b
 MAX_BYTES = 1_500_000                            # a tutorial with its outputs stays below this
 
 
+def marked(cell, flags) -> bool:
+    "Whether a code cell carries one of the nbdev-style directives `flags` (`#| slow`, ...)."
+    return any(re.match(rf"#\|\s*{f}\s*$", line.strip()) for line in cell.source.splitlines() for f in flags)
+
+
 def flagged(cell) -> bool:
     "Whether a code cell is marked `#| slow` or `#| gpu`."
-    return any(re.match(rf"#\|\s*{f}\s*$", line.strip()) for line in cell.source.splitlines() for f in SKIP_FLAGS)
+    return marked(cell, SKIP_FLAGS)
 
 
 def clean_text(s: str) -> str:
@@ -59,12 +65,13 @@ def png_size(b64: str) -> tuple[int, int]:
     return struct.unpack(">II", base64.b64decode(b64)[16:24])
 
 
-def comparable(outputs) -> list:
-    "Outputs as `--check` compares them: text as it is, a figure as its size."
+def comparable(outputs, varies: bool = False) -> list:
+    "Outputs as `--check` compares them: text as it is (`varies`: numbers masked), a figure as its size."
+    text = (lambda t: re.sub(r"\s+", " ", re.sub(r"\d+(\.\d+)?", "#", t))) if varies else (lambda t: t)
     out = []
     for o in outputs:
-        if o["output_type"] == "stream": out.append(("stdout", o["text"]))
-        else: out.append(tuple(sorted((k, png_size(v) if k == "image/png" else v) for k, v in o["data"].items())))
+        if o["output_type"] == "stream": out.append(("stdout", text(o["text"])))
+        else: out.append(tuple(sorted((k, png_size(v) if k == "image/png" else text(v)) for k, v in o["data"].items())))
     return out
 
 
@@ -100,7 +107,8 @@ def main(argv=None) -> int:
         if a.check:
             old = nbformat.read(path, as_version=4)
             for i, (c, r) in enumerate(zip(old.cells, ran.cells)):
-                if c.cell_type == "code" and not flagged(c) and comparable(c.outputs) != comparable(r.outputs):
+                varies = marked(c, ("varies",))
+                if c.cell_type == "code" and not flagged(c) and comparable(c.outputs, varies) != comparable(r.outputs, varies):
                     first = c.source.strip().splitlines()[0][:60] if c.source.strip() else ""
                     bad.append(f"{name} cell {i} ({first!r}): its committed output is not what the code gives now")
         else:

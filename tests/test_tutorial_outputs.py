@@ -26,8 +26,8 @@ def test_a_tutorial_shows_what_its_code_gives(name):
 
 
 def test_the_check_fails_on_an_output_the_code_no_longer_gives(tmp_path):
-    def nb(shown):
-        return {"cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None, "source": "print(1 + 1)",
+    def nb(shown, source="print(1 + 1)"):
+        return {"cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None, "source": source,
                            "outputs": [{"output_type": "stream", "name": "stdout", "text": shown}]}],
                 "metadata": {"kernelspec": {"name": "python3", "display_name": "python3", "language": "python"}},
                 "nbformat": 4, "nbformat_minor": 5}
@@ -36,3 +36,7 @@ def test_the_check_fails_on_an_output_the_code_no_longer_gives(tmp_path):
     assert check(tmp_path / "right.ipynb").returncode == 0
     r = check(tmp_path / "stale.ipynb")
     assert r.returncode == 1 and "stale cell 0 ('print(1 + 1)'): its committed output is not what the code gives now" in r.stdout
+    timed = "import random\nprint('took', random.randint(100, 999), 'ms')"          # a wall time: other numbers every run
+    (tmp_path / "timed.ipynb").write_text(json.dumps(nb("took 5 ms\n", "#| varies\n" + timed)))
+    (tmp_path / "untimed.ipynb").write_text(json.dumps(nb("took 5 ms\n", timed)))
+    assert check(tmp_path / "timed.ipynb").returncode == 0 and check(tmp_path / "untimed.ipynb").returncode == 1
