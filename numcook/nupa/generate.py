@@ -118,10 +118,8 @@ def iter_generate(tasks=None, # task names: a comma list, a list, 'all' / None (
                   show_progress:bool=False, # show a progress bar over (task, length) pairs
                  ) -> Iterator[dict]:
     "Items of each task (in registry order of the request) and each length, task by task; `lengths=None` uses each task's own range."
-    names, n = task_names(tasks), _check_n(n)
-    lens = None if lengths is None else parse_range(lengths, 'lengths', 1, MAX_LENGTH)
-    jobs = [(t, L) for t in names for L in (lens or get_task(t).lengths)]
-    for t, L in (progress(jobs, desc='NUPA', unit='length') if show_progress else jobs):
+    jobs = _jobs(tasks, lengths, n)
+    for t, L, n in (progress(jobs, desc='NUPA', unit='length') if show_progress else jobs):
         yield from generate_task(t, L, n, seed)
 
 def generate(tasks=None, # task names: a comma list, a list, 'all' / None (every task) or 'nupa41'
