@@ -1,9 +1,9 @@
-import json
+import functools, json
 import pytest
 from numcook.cli import COMMANDS
 from numcook.gsm.generate import generate
 from numcook.gsm.score import parse_reply, is_correct, gsm_prompt
-from numcook.gsm.benchmark import GsmBenchmark
+from numcook.gsm.benchmark import GsmBenchmark, GsmEval
 from numcook.lm.evaluation import generate_and_score
 from numcook.core.files import JsonlLog
 from numcook.core.errors import NumcookError
@@ -48,13 +48,14 @@ def test_generation_is_batched_and_resumable(tmp_path, tiny_lm, monkeypatch):
     monkeypatch.setattr(R, 'greedy_ids', lambda model, rows, *a: calls.append(len(rows)) or orig(model, rows, *a))
     side, pad = tok.padding_side, tok.pad_token
     bench = GsmBenchmark()
-    with JsonlLog(out) as log: first = generate_and_score(model, tok, samples[:4], bench.record, log, batch_size=3)
+    record = functools.partial(bench.record, bench.check(GsmEval(model=str(d), subset='medium', ops='2-3', per_op=3, seed=1, out=str(tmp_path / 'o'))))
+    with JsonlLog(out) as log: first = generate_and_score(model, tok, samples[:4], record, log, batch_size=3)
     assert calls == [3, 1] and len(first) == 4
     assert (tok.padding_side, tok.pad_token) == (side, pad) and pad is None   # the caller's tokenizer is left as it was
     # a killed writer leaves a torn line: the log repairs it and only missing problems are generated
     data = out.read_bytes(); out.write_bytes(data[:-10])
     calls.clear()
-    with JsonlLog(out) as log: recs = generate_and_score(model, tok, samples, bench.record, log, batch_size=3)
+    with JsonlLog(out) as log: recs = generate_and_score(model, tok, samples, record, log, batch_size=3)
     assert calls == [3] and len(recs) == 6
     rows = read_jsonl(out)
     assert sorted(r['id'] for r in rows) == sorted(p['id'] for p in probs)

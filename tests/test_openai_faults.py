@@ -89,7 +89,7 @@ def test_a_malformed_answer_is_one_line(server, tok_dir, tmp_path, capsys, fault
     server.fault = fault
     line = one_line_error(capsys, argv('nupa', server, tok_dir, tmp_path / 'e', '--apply-chat-template' if chat else '--no-chat-template'))
     assert msg in line and server.url in line, line
-    assert server.posts <= 2            # not asked again, and the first failure cancels the requests not yet sent (4 samples)
+    assert server.posts <= 1            # not asked again, and no request after the first failure is sent (4 samples, one at a time), however busy the machine
     assert not (tmp_path / 'e').exists()
 
 

@@ -5,6 +5,7 @@
 # %% ../../nbs/lm/13_backends.ipynb #555aa0a6
 from __future__ import annotations
 import functools, hashlib, json, os, threading, urllib.parse
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -309,9 +310,15 @@ class OpenAIBackend(Backend):
         "fn over items with at most `max_concurrency` in flight, results in order; the first failure cancels the requests not yet sent."
         with self._lock:
             if self._pool is None: self._pool = DaemonPool(self.max_concurrency)
-        futures = [self._pool.submit(fn, x) for x in items]
+        stop = threading.Event()                  # set by the first failure, in the thread that met it
+        def one(x):
+            if stop.is_set(): raise CancelledError()   # a request after a failure is not sent, whatever the timing
+            try: return fn(x)
+            except BaseException: stop.set(); raise
+        futures = [self._pool.submit(one, x) for x in items]
         try: return [f.result() for f in futures]
         except BaseException:
+            stop.set()
             for f in futures: f.cancel()
             raise
 

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/lm/15_benchmark.ipynb #bcdd1b72
 from __future__ import annotations
-import importlib
+import functools, importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -103,11 +103,13 @@ class Benchmark:
         return f"{c}/{n} correct" + (f" (accuracy {c / n:.3f})" if n else '')
 
     # -- the one evaluation loop ---------------------------------------------------------------------------------
+    def record(self, plan:Plan, sample:dict, output:str) -> dict:
+        "The results record of `sample` answered with `output`, in the shared schema."
+        return result_record(sample, output, self.score(plan, sample, output))
     def run(self, plan:Plan, lm:Loaded, chat:bool, samples:list[dict], folder:EvalFolder) -> list[dict]:
         "Answer and score every sample not yet in `folder` (generate and score), and return all the samples' records."
         s = plan.settings
-        record = lambda sample, output: result_record(sample, output, self.score(plan, sample, output))
-        return generate_and_score(lm.model, lm.tokenizer, samples, record, folder, s.batch_size,
+        return generate_and_score(lm.model, lm.tokenizer, samples, functools.partial(self.record, plan), folder, s.batch_size,
                                   getattr(s, 'sampling', 'greedy'), s.seed, add_bos=False if chat else self.add_bos(lm),
                                   desc=f'eval {self.name}')
     def add_bos(self, lm:Loaded) -> bool|None:
