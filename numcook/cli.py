@@ -172,7 +172,7 @@ def _eval(argv:list[str], prog:str='numcook eval') -> int:
         if difflib.get_close_matches(argv[0], [*reg, 'list'], cutoff=0.6) and not Path(argv[0]).exists():
             raise did_you_mean(argv[0], [*reg, 'list'], 'benchmark')
         argv = ['nupa', '--model', argv[0], *argv[1:]]      # the earlier spelling: a model, then NUPA flags
-    if argv[:1] == ['list']:
+    if argv[:1] == ['list'] and not {'-h', '--help'} & set(argv[1:]):   # ('list --help' is the help below)
         for k, b in reg.items(): print(f'{k:<6}{b.title}')
         return 0
     bench = reg[argv[0]] if argv and argv[0] in reg else None
@@ -182,7 +182,8 @@ def _eval(argv:list[str], prog:str='numcook eval') -> int:
                       "(the same flags for every benchmark; 'numcook eval BENCHMARK --tasks list' lists what it can evaluate).")
         sub = _sub(p, '{' + ','.join([*reg, 'list']) + '}')
         for name, b in reg.items(): sub.add_parser(name, help=b.title)
-        sub.add_parser('list', help='list the benchmarks')
+        sub.add_parser('list', help='list the benchmarks', description="List the benchmarks 'numcook eval' runs "
+                       "('numcook eval BENCHMARK list' lists what one of them evaluates).")
         p.parse_args(argv); return 0
     sp = ArgParser(prog=f'{prog} {bench.name}' if prog == 'numcook eval' else prog, description=f'Evaluate a model on {bench.title}.')
     bench.evaluate(from_flags(add_flags(sp, bench.settings).parse_args(argv[1:]), bench.settings))

@@ -115,6 +115,13 @@ def test_tasks_list_lists_the_choices(argv, shows, capsys):
     assert shows in capsys.readouterr().out
 
 
+def test_eval_list_help_is_a_help_screen(capsys):
+    "`numcook eval list --help` printed the list of benchmarks: it is the help of `list`, and `list` alone the list."
+    with pytest.raises(SystemExit) as e: main(['eval', 'list', '--help'])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith('usage: numcook eval list') and 'List the benchmarks' in out and 'zeh ' not in out
+
+
 def test_the_same_flags_and_the_paper_defaults():
     "One flag for one thing in every evaluation; NUPA's defaults are the Number Cookbook's test."
     import argparse
