@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..core.errors import NumcookError, did_you_mean
-from ..core.config import check_fields, field_spec, parse_value, to_jsonable
+from ..core.config import _bounds, check_fields, field_spec, parse_value, to_jsonable
 from .repro import repo_root, list_notebooks, notebook_title
 import numcook
 
@@ -100,10 +100,10 @@ def _given(namespace:dict, defaults:dict) -> dict:
     return {k: namespace[k] for k in defaults if k in namespace and (k in names or namespace[k] != defaults[k])}
 
 # %% ../../nbs/app/95_params.ipynb #ccd6aa98
-def _with_preset(nb:Path, values:dict, given:dict, scales:dict|None) -> dict:
+def _with_preset(nb:Path, values:dict, given:dict, scales:dict|None, defaults:dict) -> dict:
     "`values` with the preset `values['scale']` names applied under what was `given`."
     if not scales: return values
-    choices = [param_defaults(nb).get('scale'), *scales]
+    choices = [defaults.get('scale'), *scales]
     if values.get('scale') not in choices: raise did_you_mean(values.get('scale'), choices, f'scale of {nb.stem}')
     preset = scales.get(values['scale'], {})
     for k in preset:
@@ -127,11 +127,12 @@ def check_params(notebook:str|Path, # the papers_repro notebook (stem, file name
                  **rules): # name -> dict(lo=, hi=, lo_open=, choices=) of that parameter
     "The notebook's parameters as its dataclass (`notebook_params`): preset applied, then what was given; each checked; paths resolved and a non-default run redirected in `namespace`."
     nb = notebook_path(notebook)
-    cls, defaults = notebook_params(nb, **rules), param_defaults(nb)
+    cls = notebook_params(nb, **rules)                           # (the parameters cell, read once)
+    fields = dataclasses.fields(cls)
+    defaults, kinds = {f.name: f.default for f in fields}, {f.name: f.type for f in fields}
     missing = [k for k in defaults if k not in namespace]
     if missing: raise NumcookError(f"{nb.stem}: parameter {missing[0]} is not set (run the parameters cell first)")
-    values = _with_preset(nb, {k: namespace[k] for k in defaults}, _given(namespace, defaults), scales)
-    kinds = {f.name: f.type for f in dataclasses.fields(cls)}
+    values = _with_preset(nb, {k: namespace[k] for k in defaults}, _given(namespace, defaults), scales, defaults)
     for k, v in values.items():
         try: values[k] = _typed(k, v, kinds[k])
         except ValueError as e: raise NumcookError(f"{nb.stem}: parameter {k}: {e}") from None
@@ -170,9 +171,7 @@ def declared_rules(notebook:str|Path) -> tuple[dict, dict]:
 def _range(spec:dict) -> str:
     if 'choices' in spec: return 'one of ' + ', '.join(map(str, spec['choices']))
     lo, hi = spec.get('lo'), spec.get('hi')
-    if lo is not None and hi is not None: return f"in {'(' if spec.get('lo_open') else '['}{lo}, {hi}]"
-    if lo is not None: return f"{'>' if spec.get('lo_open') else '>='} {lo}"
-    return f'<= {hi}' if hi is not None else ''
+    return _bounds(lo, hi, spec.get('lo_open', False)) if lo is not None or hi is not None else ''   # (as a flag's error words it)
 
 def params_help(notebook:str|Path) -> str:
     "What `numcook repro --only NAME --help` prints: the notebook's parameters (type, default, range, help) and presets."
