@@ -15,6 +15,7 @@ import pandas as pd
 from ..core.errors import NumcookError, did_you_mean
 from ..core.config import to_jsonable
 from ..core.seeds import numerics
+from ..core.files import code_sha256
 from .repro import repo_root, list_notebooks
 from .compare import SIGNIFICANT
 from .params import checkout, notebook_path, param_defaults
@@ -163,7 +164,7 @@ def fingerprint(notebook:str|Path, data:Iterable[str|Path]=()) -> dict:
     for f in files:
         if f.suffix == '.py': mods |= module_closure(_parse(f.read_text(encoding='utf-8'), f.name), pkg)
     inputs = {_rel(nb, root): _sha(json.dumps(cells, ensure_ascii=False).encode())}
-    inputs |= {f'numcook/{m}': _sha((pkg / m).read_bytes()) for m in mods}
+    inputs |= {f'numcook/{m}': code_sha256(pkg / m) for m in mods}   # (as code: comments and cell markers leave a figure current)
     for f in files:
         if not f.is_file(): raise NumcookError(f"data file {_rel(f, root)} does not exist")
         inputs[_rel(f, root)] = _sha(f.read_bytes())

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/02_files.ipynb #e4e98fed
 from __future__ import annotations
-import codecs, contextlib, difflib, errno, json, os, re, stat, tempfile
+import ast, codecs, contextlib, difflib, errno, hashlib, json, os, re, stat, tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from .errors import NumcookError, warn
@@ -12,7 +12,7 @@ import glob
 
 # %% auto #0
 __all__ = ['make_parents', 'remove_folders', 'write_failure', 'atomic_file', 'no_such_path', 'glob_escape', 'atomic_write',
-           'not_a_file', 'cannot_read', 'check_input', 'read_jsonl', 'write_jsonl', 'JsonlLog']
+           'not_a_file', 'cannot_read', 'check_input', 'read_jsonl', 'write_jsonl', 'JsonlLog', 'code_sha256']
 
 # %% ../../nbs/core/02_files.ipynb #59f84806
 _UMASK = os.umask(0o022); os.umask(_UMASK)   # the process's umask (read by setting it back)
@@ -237,3 +237,13 @@ class JsonlLog:
         with contextlib.suppress(OSError): self._f.close()   # (each record was handed to the OS when appended: a write that failed was said then)
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
+
+# %% ../../nbs/core/02_files.ipynb #9c8bbd2a
+def code_sha256(path:str|Path) -> str:
+    "SHA-256 of the Python source at `path` as code: its syntax tree without docstrings (comments, layout and prose leave it unchanged)."
+    tree = ast.parse(Path(path).read_text(encoding='utf-8'))
+    for node in ast.walk(tree):
+        body = getattr(node, 'body', None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], 'value', None), ast.Constant) \
+           and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()

@@ -157,11 +157,14 @@ def load_model(path:str|Path, # a hub id, a model folder, or a run folder of `nu
                dtype=None, # a torch dtype or a name of DTYPES (None: as saved)
                **kwargs) -> torch.nn.Module:
     "Load a causal LM (the one loader); ALiBi models made here get their attention function."
+    return _load(_checked_folder(path), device, dtype, **kwargs)
+
+def _load(path:str, device, dtype, **kwargs) -> torch.nn.Module:
+    "`load_model` of what `_checked_folder` gave: a checked model folder, or a hub id."
     if isinstance(dtype, str):
         if dtype not in DTYPES: raise did_you_mean(dtype, DTYPES, 'dtype')
         dtype = DTYPES[dtype]
     if device is not None: device = pick_device(device)
-    path = _checked_folder(path)
     cfg_file = Path(path) / 'config.json'
     try:
         pe = json.loads(cfg_file.read_text()).get('numcook_pe', 'rope') if cfg_file.exists() else 'rope'
@@ -178,5 +181,5 @@ def tokenizer_of(path:str|Path):
 
 def load_model_and_tokenizer(path:str|Path, device:str|None=None, dtype=None, **kwargs):
     "`load_model` in eval mode, with its tokenizer from the same folder or hub id."
-    tok = tokenizer_of(path)
-    return load_model(path, device, dtype, **kwargs).eval(), tok
+    folder = _checked_folder(path)                            # resolved once, for both
+    return _load(folder, device, dtype, **kwargs).eval(), load_tokenizer(folder)

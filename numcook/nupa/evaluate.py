@@ -22,7 +22,7 @@ from .metrics import item_metrics
 from .tasks import TASKS
 from .scoring import check_prompt_style, make_prompt
 from .train import train, save_model, _RUN_FREE
-from ..core.files import atomic_write
+from ..core.files import atomic_write, code_sha256
 from ..core.outputs import build_once
 from ..core.seeds import numerics
 from ..lm.models import load_model
@@ -142,7 +142,7 @@ _LEARNING_CODE = ('numcook.nupa.train', 'numcook.lm.models', 'numcook.lm.tokeniz
 def _learning_code() -> dict:
     "SHA-256 of each module that decides what a run learns, and the torch / transformers versions."
     import importlib, importlib.metadata
-    out = {m: hashlib.sha256(Path(importlib.import_module(m).__file__).read_bytes()).hexdigest() for m in _LEARNING_CODE}
+    out = {m: code_sha256(importlib.import_module(m).__file__) for m in _LEARNING_CODE}
     return out | {lib: importlib.metadata.version(lib) for lib in ('torch', 'transformers')}
 
 def run_key(exp:Experiment) -> dict:

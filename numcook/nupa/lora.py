@@ -19,11 +19,11 @@ from .scoring import check_prompt_style
 from ..lm.evaluation import as_sent
 import dataclasses, hashlib, json
 from ..core.config import save_config
-from ..core.files import atomic_write
+from ..core.files import atomic_write, code_sha256
 from ..core.outputs import build_once
 from ..core.seeds import numerics
 from ..lm.backends import weights_hash
-from ..lm.catalog import model_source, resolve_model
+from ..lm.catalog import model_ref
 from ..lm.models import model_folder
 from .train import _RUN_FREE
 from .evaluate import _learning_code
@@ -118,10 +118,9 @@ def finetune(cfg:FinetuneConfig, pairs:Iterable[tuple[str, str]]|None=None, mode
 # %% ../../nbs/nupa/26_lora.ipynb #626f0da8
 def finetune_key(cfg:FinetuneConfig) -> dict:
     "Everything that decides an adapter: its learning settings, the base model's weights, the training code and libraries."
-    base = resolve_model(cfg.base)
-    src = model_source(cfg.base)
-    weights = src['weights_sha256'] if src else (weights_hash(model_folder(base)) or {}).get('sha256', str(cfg.base))
-    code = {**_learning_code(), __name__: hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
+    ref = model_ref(cfg.base)                                   # resolved once
+    weights = ref.source['weights_sha256'] if ref.source else (weights_hash(model_folder(ref.path)) or {}).get('sha256', str(cfg.base))
+    code = {**_learning_code(), __name__: code_sha256(__file__)}
     learn = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _RUN_FREE and k != 'base'}
     return {'config': learn, 'base_weights': weights, 'code': code, 'device_type': pick_device(cfg.device).type, 'numerics': numerics()}
 

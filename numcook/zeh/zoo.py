@@ -16,7 +16,7 @@ import pandas as pd
 from ..core.errors import NumcookError, did_you_mean
 from ..core.seeds import rng, derive_seed, numerics
 from ..core.config import save_config
-from ..core.files import JsonlLog, read_jsonl
+from ..core.files import JsonlLog, read_jsonl, code_sha256
 from ..core.parallel import progress, quiet_worker
 from ..core.outputs import waiting_lock
 from .analysis import results_frame, write_frequency_json, read_frequency_json, has_carry
@@ -209,7 +209,7 @@ _TRAINING_CODE = ('numcook.nupa.train', 'numcook.lm.models', 'numcook.lm.tokeniz
 def _trained_by() -> dict:
     "What decides a trained zoo beyond its config: the source of the modules that train and verify it, and the numeric path."
     import torch  # deferred: the trained backend's own import, so that `numerics` names torch's CPU capability too
-    code = {m: hashlib.sha256(Path(importlib.util.find_spec(m).origin).read_bytes()).hexdigest() for m in _TRAINING_CODE}
+    code = {m: code_sha256(importlib.util.find_spec(m).origin) for m in _TRAINING_CODE}
     return {'code': code, 'torch': torch.__version__, 'numerics': numerics()}
 
 def zoo_key(cfg:ZooConfig, backend:str) -> str:
