@@ -14,26 +14,29 @@ machine the CPU/wall ratio also measures the other users: the load average is pr
     .venv/bin/python scripts/bench_nupa.py --authors /tmp/number_cookbook_pub   # against the authors' generator
 
 `--authors PATH` (a checkout of https://github.com/GraphPKU/number_cookbook, not part of numcook) times instead, for
-every task and each of its lengths, numcook's `task_lines` and the authors' generator making `--authors-n` items of the
-same task and length, alternating, in this process, in CPU seconds (process_time, so other users of a shared machine
-matter less). Their side is their own code, in memory: the DataGenerator's number pairs of a test split (b's length
-in [L/2, L], the harder-compare rewrite, duplicates removed, pairs swapped at random), then per pair their Task's
-preprocess_data and calc_result, the question text (their instruction, operator and ' = '; their tokenizer's
-encode/export round trip, which makes the same text, is left out, so their side is if anything faster than theirs) and
-one json.dumps line. Their file IO, pickling and imports are not timed. The table is sorted by ratio; the two tasks
-they lack (max/min hard on fractions) are named.
+every task and each of its lengths, `--authors-n` items of the same task and length made five ways, in turn, in this
+process, in CPU seconds (process_time, so other users of a shared machine matter less):
+- **the public call** `generate_task` (items as dicts, as a notebook gets them): the headline ratio;
+- **the internal path** `task_lines` (the JSON lines `numcook nupa generate` writes), named as such;
+- the authors' items as dicts, and the same items as JSON lines: their own code, in memory: the DataGenerator's number
+  pairs of a test split (b's length in [L/2, L], the harder-compare rewrite, duplicates removed, pairs swapped at
+  random), then their NumberDataset item (preprocess_data, calc_result, the question through their tokenizer's
+  encode/export round trip) per pair. Their file IO, pickling and imports are not timed;
+- their arithmetic core alone (preprocess_data, calc_result and the question text written directly, without their
+  tokenizer): a lower bound of their cost.
+The table is sorted by the public call's ratio; the two tasks they lack (max/min hard on fractions) are named.
 
 The default, 100 items per length, keeps the whole table to a few minutes. Each unit (one task and length) then pays
-numcook's fixed cost (the seeded generator, the line template, the per-length tables; about 90 us) over 100 items,
-and the authors' code run in between leaves it cold. `--authors-n 1000` times the Test's own size (what `numcook nupa
-generate` writes), where that cost weighs a tenth as much: the tasks lowest at 100 (89-120x) measure 144-229x there.
+numcook's fixed cost (the seeded generator, the line template, the per-length tables) over 100 items, and the
+authors' code run in between leaves it cold. `--authors-n 1000` times the Test's own size (what `numcook nupa
+generate` writes), where that cost weighs a tenth as much.
 The whole table at 1000 takes over 40 minutes (most of it the authors' side); `--tasks` picks a few.
 """
 import argparse, json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 
 from numcook.nupa.tasks import get_task, task_names
-from numcook.nupa.generate import iter_lines, task_lines
+from numcook.nupa.generate import generate_task, iter_lines, task_lines
 from numcook.core.parallel import reuse_freed_memory
 
 TARGET_S = 30.0       # the whole test on 2 cores
@@ -129,9 +132,9 @@ class Authors:
         flips = r.choices([True, False], k=len(data))
         return task, [p[::-1] if f and b_lens[i] != L else p for p, f, i in zip(data, flips, keep)]
 
-    def lines(self, ours, L, n, seed):
+    def items(self, ours, L, n, seed):
         """Their test items of length L as their benchmark_generate.process makes them (a NumberDataset item, tokens
-        encoded and exported back to text), each serialised as a JSON line: (text, items, failures)."""
+        encoded and exported back to text), as dicts: (items, failures)."""
         task, data = self.pairs(ours, L, n, seed)
         tok = self.tokenizer(task)
         ds = self.NumberDataset(data, tokenizer=tok, task=task, training=True, trunc=None, return_numbers=True)
@@ -139,8 +142,13 @@ class Authors:
         for i in range(len(ds)):
             try: text = tok.export(ds[i]['tokens'])
             except (ValueError, NotImplementedError, AssertionError, ZeroDivisionError): fails += 1; continue
-            out.append(json.dumps({'task': task.name(), 'digit': L, 'text': text}))
-        return '\n'.join(out), len(out), fails
+            out.append({'task': task.name(), 'digit': L, 'text': text})
+        return out, fails
+
+    def lines(self, ours, L, n, seed):
+        "The same items, each serialised as a JSON line: (text, items, failures)."
+        items, fails = self.items(ours, L, n, seed)
+        return '\n'.join(map(json.dumps, items)), len(items), fails
 
     def core_lines(self, ours, L, n, seed):
         """The same items without their tokenizer: preprocess_data, calc_result and the question text written directly
@@ -161,32 +169,44 @@ class Authors:
         return '\n'.join(out), len(out), fails
 
 
+SIDES = ('generate_task', 'task_lines', 'authors items', 'authors lines', 'authors core')
+
+
 def compare_authors(authors, names, n, seed):
-    """Per task: items per CPU second of numcook's task_lines, of the authors' generator and of its arithmetic core,
-    the three timed in turn (the order rotating by length) on every length of the task."""
-    print(f"numcook task_lines vs the authors' generator, {n} items per length, in turn, CPU seconds (process_time); "
+    """Per task: items per CPU second of numcook's public call `generate_task` (dicts, as a notebook gets them), of its
+    internal path `task_lines` (the JSON lines `numcook nupa generate` writes), of the authors' items (dicts), of the
+    same as JSON lines, and of their arithmetic core; the five timed in turn (the order rotating by length) on every
+    length of the task."""
+    print(f"numcook against the authors' generator, {n} items per length, in turn, CPU seconds (process_time); "
           f"load average {os.getloadavg()[0]:.1f}")
-    sides = (lambda t, L: task_lines(t, L, n, seed), lambda t, L: authors.lines(t, L, n, seed),
-             lambda t, L: authors.core_lines(t, L, n, seed))
-    rows, missing = [], []
+    sides = (lambda t, L: generate_task(t, L, n, seed), lambda t, L: task_lines(t, L, n, seed),
+             lambda t, L: authors.items(t, L, n, seed), lambda t, L: authors.lines(t, L, n, seed)[1:],
+             lambda t, L: authors.core_lines(t, L, n, seed)[1:])
+    count = (len, lambda out: out.count('\n') + 1 if out else 0, lambda out: len(out[0]), lambda out: out[0],
+             lambda out: out[0])
+    rows, missing, k = [], [], len(sides)
     for t in names:
         if AUTHORS_TASKS.get(t) is None: missing.append(t); continue
-        items, cpu, fails = [0, 0, 0], [0.0, 0.0, 0.0], 0
+        items, cpu, fails = [0] * k, [0.0] * k, 0
         for i, L in enumerate(get_task(t).lengths):
-            for s in (i % 3, (i + 1) % 3, (i + 2) % 3):
+            for s in [(i + j) % k for j in range(k)]:
                 c = time.process_time()
                 out = sides[s](t, L)
                 cpu[s] += time.process_time() - c
-                if s == 0: items[0] += out.count('\n') + 1 if out else 0
-                else: items[s] += out[1]; fails += out[2] if s == 1 else 0
-        rows.append((t, *(k / c for k, c in zip(items, cpu)), fails))
-    rows.sort(key=lambda r: r[1] / r[2])
-    print(f"{'task':26s} {'numcook':>9s} {'authors':>8s} {'ratio':>7s} {'authors core':>12s} {'ratio':>6s}  (items per CPU "
-          f"second; 'core': without their tokenizer) authors' failed items")
-    for t, o, a, c, f in rows: print(f"{t:26s} {o:9,.0f} {a:8,.0f} {o / a:6.1f}x {c:12,.0f} {o / c:5.1f}x  {f or ''}")
-    ratios = [o / a for _, o, a, _, _ in rows]
-    print(f"minimum ratio {min(ratios):.1f}x ({rows[0][0]}); {sum(x >= 100 for x in ratios)} of {len(rows)} tasks >= 100x; "
-          f"without their tokenizer: minimum {min(o / c for _, o, _, c, _ in rows):.1f}x; load average now {os.getloadavg()[0]:.1f}")
+                items[s] += count[s](out)
+                if s == 2: fails += out[1]
+        rows.append((t, *(x / c for x, c in zip(items, cpu)), fails))
+    rows.sort(key=lambda r: r[1] / r[3])
+    print(f"{'task':26s} {'generate_task':>13s} {'authors items':>13s} {'ratio':>7s} | {'task_lines':>10s} {'authors lines':>13s} "
+          f"{'ratio':>7s} | {'authors core':>12s} {'ratio':>6s}   items per CPU second; authors' failed items")
+    for t, g, l, a, al, c, f in rows:
+        print(f"{t:26s} {g:13,.0f} {a:13,.0f} {g / a:6.1f}x | {l:10,.0f} {al:13,.0f} {l / al:6.1f}x | {c:12,.0f} {g / c:5.1f}x   {f or ''}")
+    pub, lines = [g / a for _, g, _, a, *_ in rows], [l / al for _, _, l, _, al, _, _ in rows]
+    print(f"the public call, generate_task (dicts) over the authors' items (dicts): minimum {min(pub):.1f}x ({rows[0][0]}), "
+          f"{sum(x >= 100 for x in pub)} of {len(rows)} tasks >= 100x")
+    print(f"the internal path, task_lines (the command's JSON lines) over the authors' JSON lines: minimum {min(lines):.1f}x; "
+          f"generate_task over the authors' arithmetic alone (no tokenizer): minimum {min(g / c for _, g, _, _, _, c, _ in rows):.1f}x; "
+          f"load average now {os.getloadavg()[0]:.1f}")
     if missing: print(f"no counterpart in the authors' code (not timed): {', '.join(missing)}")
 
 def main(argv=None):

@@ -52,6 +52,21 @@ def _draws(t:Task, length:int, n:int, seed:int) -> Iterator[tuple[str, str|None,
         idle = 0; k += 1
         yield a, b, ans
 
+_fast_items = lambda t: None   # every task takes the general loop until the fast paths are defined (below: `_fast_items`)
+
+def _items(t:Task, length:int, n:int, seed:int) -> list[tuple]:
+    "The `(a, b, answer)` of `t`'s items at `length` (a number may be an int; b is '' where the task has one number): from its fast path, else from `_draws`."
+    fast = _fast_items(t)
+    if fast is not None: return fast(t, _check_length(length), n, seed)
+    return [(a, b or '', ans) for a, b, ans in _draws(t, length, n, seed)]
+
+@functools.lru_cache(maxsize=None)
+def _question_text(t:Task) -> tuple[str, str, str]:
+    "`t`'s question cut around its operands: the question on a and b is `pre + a + mid + b + post` (mid and b are '' for one number)."
+    pre, _, rest = t.question('\0a', '\0b').partition('\0a')
+    mid, _, post = rest.partition('\0b')
+    return (pre, '', rest) if t.second is None else (pre, mid, post)
+
 def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `Task`
                   length:int, # length of the longer input number
                   n:int=1000, # how many distinct items to draw at most
@@ -59,14 +74,14 @@ def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `
                  ) -> list[dict]:
     "Up to `n` distinct NUPA items of `task` with the given length; a pure function of its arguments."
     t = get_task(task)
-    base = {'task': t.name, 'kind': t.kind, 'representation': t.representation, 'variant': t.variant, 'length': length}
-    out = []
-    for a, b, ans in _draws(t, length, n, seed):
-        rec = {'id': f"{t.name}-{length}-{len(out)}", **base, 'a': a}
-        if b is not None: rec['b'] = b
-        rec['question'] = t.question(a, b); rec['answer'] = ans; rec['seed'] = seed
-        out.append(rec)
-    return out
+    items, (pre, mid, post) = _items(t, length, n, seed), _question_text(t)
+    name, kind, rep, var, idp = t.name, t.kind, t.representation, t.variant, f'{t.name}-{length}-'
+    if t.second is None:                                               # one number: no "b"
+        return [{'id': f'{idp}{i}', 'task': name, 'kind': kind, 'representation': rep, 'variant': var, 'length': length,
+                 'a': str(a), 'question': f'{pre}{a}{post}', 'answer': str(ans), 'seed': seed} for i, (a, _, ans) in enumerate(items)]
+    return [{'id': f'{idp}{i}', 'task': name, 'kind': kind, 'representation': rep, 'variant': var, 'length': length,
+             'a': str(a), 'b': str(b), 'question': f'{pre}{a}{mid}{b}{post}', 'answer': str(ans), 'seed': seed}
+            for i, (a, b, ans) in enumerate(items)]
 
 @functools.lru_cache(maxsize=None)
 def _line_text(t:Task) -> tuple[str, str, tuple[str, ...]]:
@@ -97,13 +112,8 @@ def _line_end(seed:int) -> str:
 def task_lines(task:str|Task, length:int, n:int=1000, seed:int=0) -> str:
     "`generate_task`'s items as JSON lines (joined by newlines), each exactly `json.dumps(item, ensure_ascii=False)`."
     t = get_task(task)
-    parts, fast = _line_parts(t, length, seed), _fast_lines(t)
-    if fast is not None: return fast(t, _check_length(length), n, seed, parts)
-    (p0, p1, p2, p3, p4, p5, p6), lines = parts, []
-    for a, b, ans in _draws(t, length, n, seed):
-        b = b or ''                                                    # (one-number tasks: no b)
-        lines.append(f'{p0}{len(lines)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}')
-    return '\n'.join(lines)
+    items, (p0, p1, p2, p3, p4, p5, p6) = _items(t, length, n, seed), _line_parts(t, length, seed)
+    return '\n'.join([f'{p0}{i}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}' for i, (a, b, ans) in enumerate(items)])
 
 def _check_n(n) -> int:
     try: n = int(n)
@@ -187,7 +197,7 @@ def _pair_rules(kind:str) -> tuple[bool, bool, bool, bool]:
 
 @functools.lru_cache(maxsize=None)
 def _int_pair_space(kind:str, variant:str|None, L:int, n:int) -> int:
-    """How many distinct pairs `_int_pair_lines` can keep at length L, counted by listing them where a and b have at
+    """How many distinct pairs `_int_pair_items` can keep at length L, counted by listing them where a and b have at
     most 2n combinations (the shortest lengths); else 0 (not counted)."""
     first, count = _length_range(L, _rule(kind, variant))
     (alo, am, _), (blo, _, _), (clo, cm, _) = _int_span(L), _int_span(first), _int_span(first + count - 1)
@@ -197,8 +207,8 @@ def _int_pair_space(kind:str, variant:str|None, L:int, n:int) -> int:
     return len({(y, x) if ordered and x < y else (x, y) for a in A for b in B if not (divides and b == 0)
                 for x, y in ((a, b), (b, a))[:1 + swap] if not (distinct and x == y)})
 
-def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
-    """`task_lines` of a task on two random integers (arithmetic, max, min, digit-wise ops): the loop
+def _int_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
+    """`_items` of a task on two random integers (arithmetic, max, min, digit-wise ops): the loop
     of `_draws` with the sampler's draws written out and the operands kept as ints (the same stream, the same items)."""
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     bits, rand, op = r.getrandbits, r.random, _INT_OPS.get(kind)
@@ -208,7 +218,6 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
     alo, am, abits = _int_span(L)
     swap, distinct, ordered, divides = _pair_rules(kind)
     truediv, full = kind == 'truediv', _int_pair_space(kind, t.variant, L, n)
-    p0, p1, p2, p3, p4, p5, p6 = parts
     (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -231,8 +240,8 @@ def _int_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
             continue
         seen.add(key)
         if truediv and a == 0: continue                                # (the check on truediv's answer: not 0/b)
-        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{op(a, b)}{p6}'); idle = 0
-    return '\n'.join(out)
+        out.append((a, b, op(a, b))); idle = 0
+    return out
 
 @functools.lru_cache(maxsize=None)
 def _nonzero_span(L:int) -> tuple[int, int, int]:
@@ -266,14 +275,13 @@ def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tup
             if den >= 2 and gcd(num, den) == 1 and (not proper or num < den): return num, den
     return draw
 
-def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
-    "`task_lines` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_lines`."
+def _fraction_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
+    "`_items` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_items`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     bits, rand, gold = r.getrandbits, r.random, _FRACTION_GOLD[kind]
     frac = _fraction_drawer(r, L, proper=t.variant == 'hard' and kind in ('max', 'min'))
     first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     swap, distinct, pick = kind in ('add', 'multiply', 'max', 'min'), kind in ('max', 'min', 'sub'), kind in ('max', 'min')
-    p0, p1, p2, p3, p4, p5, p6 = parts
     (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -289,8 +297,8 @@ def _fraction_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
         a, b, ans = f'{na}/{da}', f'{nb}/{db}', gold(na, da, nb, db)
         if pick: ans = a if ans else b
         elif kind == 'truediv' and na == 0: continue                   # (the check on truediv's answer: not 0/b)
-        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
-    return '\n'.join(out)
+        out.append((a, b, ans)); idle = 0
+    return out
 
 @functools.lru_cache(maxsize=None)
 def _to_float_shapes(L:int) -> tuple[list, list]:
@@ -301,18 +309,17 @@ def _to_float_shapes(L:int) -> tuple[list, list]:
 
 @functools.lru_cache(maxsize=None)
 def _to_float_space(L:int, n:int) -> int:
-    """How many distinct fractions `_to_float_fraction_lines` can keep at length L, counted by listing the candidates
+    """How many distinct fractions `_to_float_fraction_items` can keep at length L, counted by listing the candidates
     (numerator, denominator) where there are at most 2n of them; else 0 (not counted)."""
     by_den, by_num = _to_float_shapes(L)
     shapes = by_den + by_num[:-1]                                      # (the last of each: both parts of L digits)
     if sum(m * c for _, m, _, c, _, _ in shapes) > 2 * n: return 0
     return sum(math.gcd(a, d) == 1 for lo, m, _, _, _, dks in shapes for d, *_ in dks for a in range(lo, lo + m))
 
-def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
-    "`task_lines` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
+def _to_float_fraction_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
+    "`_items` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
     r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
     rand, bits, full, lk, shapes = r.random, r.getrandbits, _to_float_space(L, n), L.bit_length(), _to_float_shapes(L)
-    p0, p1, p2, p3, p4, p5, p6 = parts
     (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -333,8 +340,8 @@ def _to_float_fraction_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str
             continue
         seen.add(key)
         a, s = f'{num}/{d}', str(num * mult)                           # the answer, num/d, has exactly k decimal places
-        out.append(f'{p0}{len(out)}{p1}{a}{p2}{p3}{a}{p4}{p5}{s[:-k] or 0}.{s[-k:].zfill(k)}{p6}'); idle = 0   # (no b)
-    return '\n'.join(out)
+        out.append((a, '', f'{s[:-k] or 0}.{s[-k:].zfill(k)}')); idle = 0   # (no b)
+    return out
 
 _POW10 = [1]
 
@@ -374,14 +381,13 @@ def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int],
         return f'{ip}.{last + 1}', ip * 10 + last + 1, 1
     return draw
 
-def _float_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
-    "`task_lines` of a task on two random floats (add, sub, multiply, max, min, digit-wise ops), like `_int_pair_lines`."
+def _float_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
+    "`_items` of a task on two random floats (add, sub, multiply, max, min, digit-wise ops), like `_int_pair_items`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     bits, rand, flt, P = r.getrandbits, r.random, _float_drawer(r, L), _powers(L + 1)
     first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     digitwise = _gold_fn(kind, 'float') if kind.startswith('digit_') else None
     swap, distinct, ordered = kind not in ('sub',), kind in ('max', 'min', 'sub'), kind == 'sub'
-    p0, p1, p2, p3, p4, p5, p6 = parts
     (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -401,11 +407,11 @@ def _float_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
         elif kind == 'multiply': ans = format_decimal(ma * mb, ka + kb)
         elif digitwise is not None: ans = digitwise(a, b)
         else: ans = a if (x >= y if kind == 'max' else x <= y) else b  # max, min: one of the two, verbatim
-        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
-    return '\n'.join(out)
+        out.append((a, b, ans)); idle = 0
+    return out
 
-def _single_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
-    "`task_lines` of a task on one random integer or float (get_digit, length, count, to_scientific, sig_fig), like `_int_pair_lines`."
+def _single_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
+    "`_items` of a task on one random integer or float (get_digit, length, count, to_scientific, sig_fig), like `_int_pair_items`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     big = kind in ('to_scientific', 'sig_fig')                         # numbers >= 1
     if t.representation == 'integer':
@@ -416,7 +422,6 @@ def _single_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
             return str(lo + x), lo + x, 0
     else:
         flt = _float_drawer(r, L, big); draw = lambda: flt(L)
-    p0, p1, p2, p3, p4, p5, p6 = parts
     (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -431,8 +436,8 @@ def _single_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
         elif kind == 'count': ans = str(a.count(b))
         elif kind == 'length': ans = str(len(a) - ('.' in a))
         else: ans = format_scientific(ma, ka, sig=int(b) if kind == 'sig_fig' else None)
-        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
-    return '\n'.join(out)
+        out.append((a, b, ans)); idle = 0
+    return out
 
 def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
     "`_scientific(r, l, lo, hi)` for l <= L with its draws written out: `(l, lo, hi) -> (text, m, k, exponent)` or None, the value m / 10**k (k may be negative)."
@@ -460,14 +465,13 @@ def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
         return f'{s[0]}.{s[1:]}e{e}', v, dl - e, e
     return draw
 
-def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
-    "`task_lines` of a task on two scientific numbers (add, sub, multiply, max, min and their variants), like `_float_pair_lines`."
+def _scientific_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
+    "`_items` of a task on two scientific numbers (add, sub, multiply, max, min and their variants), like `_float_pair_items`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
     bits, rand, sci, P = r.getrandbits, r.random, _scientific_drawer(r, L), _powers(L + 101)
     first, count = _length_range(L, _rule(kind, t.variant)); cbits = count.bit_length()
     hard_cmp, swap = t.variant == 'hard' and kind in ('max', 'min'), kind in ('add', 'multiply', 'max', 'min')
     near, arith = kind in ('add', 'sub'), kind in ('add', 'sub', 'multiply')
-    p0, p1, p2, p3, p4, p5, p6 = parts
     (patience, budget), idle = _limits(n), 0
     while len(out) < n and idle < patience and budget > 0:
         budget -= 1; idle += 1
@@ -496,18 +500,18 @@ def _scientific_pair_lines(t:Task, L:int, n:int, seed:int, parts:tuple) -> str:
             if not 0 <= e <= 99: continue                              # (the check on scientific answers)
             s = s.rstrip('0'); ans = f'{s[0]}.{s[1:] or "0"}e{e}'     # as format_scientific writes it
         else: ans = a if (x >= y if kind == 'max' else x <= y) else b  # max, min: one of the two, verbatim
-        out.append(f'{p0}{len(out)}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}'); idle = 0
-    return '\n'.join(out)
+        out.append((a, b, ans)); idle = 0
+    return out
 
-def _fast_lines(t:Task) -> Callable | None:
-    "The fast path of `task_lines` for `t`, if it has one: `(t, length, n, seed, parts) -> lines`."
+def _fast_items(t:Task) -> Callable | None:
+    "The fast path of `_items` for `t`, if it has one: `(t, length, n, seed) -> [(a, b, answer), ...]`."
     if t.variant == 'hard' and t.kind in ('max', 'min') and t.representation in ('integer', 'float'): return None  # shared prefixes
-    if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS): return _int_pair_lines
-    if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_lines
-    if t.name == 'to_float_fraction': return _to_float_fraction_lines
-    if t.kind in ('get_digit', 'length', 'count', 'to_scientific', 'sig_fig'): return _single_lines
-    if t.representation == 'scientific' and t.kind in ('add', 'sub', 'multiply', 'max', 'min'): return _scientific_pair_lines
-    if t.representation == 'float' and t.second == 'float': return _float_pair_lines
+    if t.representation == 'integer' and (t.kind in _INT_OPS or t.kind in _DIGIT_OPS): return _int_pair_items
+    if t.representation == 'fraction' and t.kind in _INT_OPS and t.kind not in ('floordiv', 'mod'): return _fraction_pair_items
+    if t.name == 'to_float_fraction': return _to_float_fraction_items
+    if t.kind in ('get_digit', 'length', 'count', 'to_scientific', 'sig_fig'): return _single_items
+    if t.representation == 'scientific' and t.kind in ('add', 'sub', 'multiply', 'max', 'min'): return _scientific_pair_items
+    if t.representation == 'float' and t.second == 'float': return _float_pair_items
     return None
 
 # %% ../../nbs/nupa/21a_generate.ipynb #eb049d4b
