@@ -14,8 +14,8 @@ line per problem to a file; what each times:
 - `pub lib`: their library call in this process (modules imported and generator built before the clock starts),
   each record serialised with `json.dumps` and written one per line. Symbolic: `data/symbolic/generate_payload.py`'s
   `FindGraphGenerator(42)` set as `generate_symbolic.generator`, then `get_benchmark_info(length, None, op, op, id,
-  1.0)` per problem, as their `generate_symbolic.py` calls it (`length`: the context in tokens, the same number
-  numcook gets, so `8k` is 8192 on both sides). Medium and Hard (zero context only: their noise needs the Llama-3
+  1.0)` per problem, as their `generate_symbolic.py` calls it (`length`: the context in tokens, read as their script reads
+  it, `8k` = 8000, and the same number of tokens given to numcook). Medium and Hard (zero context only: their noise needs the Llama-3
   tokenizer): `data/realistic/{forward,reverse}_generator.py` driven as their `datagenerationworker.py` drives them
   with the settings of `test_generate3.sh` (`--mod -1 --number_range 5 --ipmax 20 --force`, op groups with their
   `--opmax`, draws repeated until every op of the group has its problems; every problem kept at a wanted op counts).
@@ -24,7 +24,9 @@ line per problem to a file; what each times:
   (`generate_payload`, `generate_symbolic`; `utils` on first use), nothing of this script. Medium and Hard: this
   script with `--public-job`, importing their realistic modules (which need numpy, sympy, networkx; `termcolor`,
   `pydot` and `transformers` get minimal stand-ins when missing, unused at zero context).
-- `ours lines`: numcook's library call that makes JSON Lines, in this process after one untimed run:
+- `pub rec` and `rec` (Symbolic): the public library call as a notebook makes it, the problems as dicts, nothing
+  serialised: their `get_benchmark_info` per problem against numcook's `list(generate(...))`. `x rec` is the headline.
+- `ours lines`: numcook's library call that makes JSON Lines (the command's internal path), in this process after one untimed run:
   `numcook.gsm.generate.generate_batches(GenerateConfig(subset, ops, per_op, context, seed, mode))`, each batch of
   lines (UTF-8 bytes) written as it comes: what the command writes, without its process, output guard and progress
   bar. For Symbolic it builds the lines from the batch's arrays, without making the records; the lines are the
@@ -64,8 +66,9 @@ def parse_ops(spec):
 
 
 def context_tokens(c):
+    "A context as the public generate_symbolic.py reads it: '8k' is 8000 tokens (numcook's own `--context 8k` is 8192)."
     c = c.strip().lower()
-    return int(c[:-1]) * 1024 if c.endswith('k') else int(c)
+    return int(c[:-1]) * 1000 if c.endswith('k') else int(c)
 
 
 # ---------------------------------------------------------------- the public generator
@@ -101,6 +104,11 @@ class Public:
             for i in range(per_op):
                 out.write(json.dumps(self.symbolic.get_benchmark_info(length, None, op, op, i, 1.0)) + '\n'); n += 1
         return n
+
+    def symbolic_dicts(self, ops, per_op, length):
+        "Their Symbolic problems as their library call returns them (dicts), nothing serialised; the count."
+        self.symbolic_lines(ops[:1], 1, length, io.StringIO())             # (their modules and generator, once)
+        return len([self.symbolic.get_benchmark_info(length, None, op, op, i, 1.0) for op in ops for i in range(per_op)])
 
     def realistic_lines(self, subset, mode, ops, per_op, out):
         "Their Medium or Hard problems at zero context, drawn as their worker draws them; returns the count written."
@@ -184,6 +192,12 @@ def ours_dicts(subset, mode, ops, per_op, ctx, path):
     return n
 
 
+def ours_records(subset, mode, ops, per_op, ctx):
+    "numcook's public library call as a notebook makes it: `list(generate(...))`, the records as dicts; the count."
+    from numcook.gsm.generate import generate
+    return len(list(generate(subset, f'{ops[0]}-{ops[-1]}', per_op, str(ctx), 0, mode)))
+
+
 # the command as a user runs it: the console script beside this interpreter
 NUMCOOK = [str(Path(sys.executable).parent / 'numcook')] if (Path(sys.executable).parent / 'numcook').exists() else \
           [sys.executable, '-c', 'import sys; from numcook.cli import main; sys.exit(main(sys.argv[1:]))']
@@ -251,14 +265,14 @@ def main():
             fp.unlink(missing_ok=True); sp.append(cold(public_cold_cmd(a.authors, [2], 'symbolic', 'forward', 1, 0, fp), fp)[1])
         print(f"one Symbolic problem in a fresh process (the start both cold columns pay): numcook command "
               f"{statistics.median(so[1:]):.3f} s, public {statistics.median(sp[1:]):.3f} s")
-    hdr = (f"{'setting':<16}{'ops':>7}{'load':>5}{'n':>6} | {'st/pb':>7}{'pub lib':>9}{'pub cold':>9} | {'st/pb':>7}"
-           f"{'lines':>8}{'dicts':>8}{'cmd':>8} | {'x lines':>8}{'x dicts':>8}{'x cmd':>6}{'x cpu':>6} | {'x lines':>8}"
+    hdr = (f"{'setting':<16}{'ops':>7}{'load':>5}{'n':>6} | {'st/pb':>7}{'pub rec':>9}{'pub lib':>9}{'pub cold':>9} | {'st/pb':>7}"
+           f"{'rec':>8}{'lines':>8}{'dicts':>8}{'cmd':>8} | {'x rec':>6}{'x lines':>8}{'x dicts':>8}{'x cmd':>6}{'x cpu':>6} | {'x rec':>6}{'x lines':>8}"
            f"{'x dicts':>8}{'x cmd':>6}")
-    print(f"{'':<34} | {'public':<25} | {'numcook':<31} | {'problems per second':<28} | per statement")
+    print(f"{'':<34} | {'public':<34} | {'numcook':<39} | {'problems per second':<34} | per statement")
     print(hdr); print('-' * len(hdr))
     for subset, mode, ctx in settings:
         ops, per = job(a, subset, mode, ctx)
-        label = f"{subset} {mode[:3] if subset != 'symbolic' else ''} {ctx // 1024 if ctx % 1024 == 0 and ctx else ctx}{'k' if ctx and ctx % 1024 == 0 else ''}"
+        label = f"{subset} {mode[:3] if subset != 'symbolic' else ''} {ctx // 1000 if ctx % 1000 == 0 and ctx else ctx}{'k' if ctx and ctx % 1000 == 0 else ''}"
         f_pub, f_ours, f_cp, f_cmd = tmp / 'pub.jsonl', tmp / 'ours.jsonl', tmp / 'pub_cold.jsonl', tmp / 'ours_cmd.jsonl'
         f_dicts = tmp / 'ours_dicts.jsonl'
         ours_lines(subset, mode, ops, per, ctx, f_ours); ours_dicts(subset, mode, ops, per, ctx, f_dicts)   # untimed: warm caches
@@ -267,10 +281,13 @@ def main():
                            (f_cmd, ours_cmd(subset, mode, ops[:1], 1, ctx, f_cmd))):
                 f.unlink(missing_ok=True); cold(cmd, f); f.unlink()
         if pub: public_job(pub, subset, mode, ops, per, ctx, f_pub)
-        R = {k: [] for k in ('pl', 'pc', 'pcpu', 'ol', 'od', 'oc', 'ocpu')}
+        R = {k: [] for k in ('pr', 'pl', 'pc', 'pcpu', 'or', 'ol', 'od', 'oc', 'ocpu')}
+        sym = subset == 'symbolic'                         # (their realistic generator has no record-returning call)
         loads = []
         for r in range(a.repeats):
             loads.append(os.getloadavg()[0])
+            if pub and sym: n, w, c = timed(lambda: pub.symbolic_dicts(ops, per, ctx)); R['pr'].append(n / w)
+            n, w, c = timed(lambda: ours_records(subset, mode, ops, per, ctx)); R['or'].append(n / w)
             if pub:
                 n, w, c = timed(lambda: public_job(pub, subset, mode, ops, per, ctx, f_pub))
                 R['pl'].append(n / w); R['pcpu'].append(n / c)
@@ -284,11 +301,14 @@ def main():
         m = {k: statistics.median(v) if v else float('nan') for k, v in R.items()}
         so, sp = statements(f_ours, subset), (statements(f_pub, subset) if pub else float('nan'))
         x = lambda o, p, k=1.0, w=6: f"{m[o] / m[p] * k:{w}.1f}" if pub else f"{'-':>{w}}"
-        print(f"{label:<16}{ops[0]:>3}-{ops[-1]:<3}{statistics.median(loads):5.1f}{n:6d} | {sp:7.1f}{m['pl']:9.0f}{m['pc']:9.0f}"
-              f" | {so:7.1f}{m['ol']:8.0f}{m['od']:8.0f}{m['oc']:8.0f} | {x('ol', 'pl', w=8)}{x('od', 'pl', w=8)}{x('oc', 'pc')}"
-              f"{x('ocpu', 'pcpu')} | {x('ol', 'pl', so / sp, 8)}{x('od', 'pl', so / sp, 8)}{x('oc', 'pc', so / sp)}", flush=True)
-    print("x lines, x dicts: numcook's library calls (JSON Lines; records through json.dumps) over theirs; x cmd: numcook's "
-          "command over their cold process; x cpu: the lines' and their library call's rates per CPU second")
+        print(f"{label:<16}{ops[0]:>3}-{ops[-1]:<3}{statistics.median(loads):5.1f}{n:6d} | {sp:7.1f}{m['pr']:9.0f}{m['pl']:9.0f}{m['pc']:9.0f}"
+              f" | {so:7.1f}{m['or']:8.0f}{m['ol']:8.0f}{m['od']:8.0f}{m['oc']:8.0f} | {x('or', 'pr')}{x('ol', 'pl', w=8)}{x('od', 'pl', w=8)}{x('oc', 'pc')}"
+              f"{x('ocpu', 'pcpu')} | {x('or', 'pr', so / sp)}{x('ol', 'pl', so / sp, 8)}{x('od', 'pl', so / sp, 8)}{x('oc', 'pc', so / sp)}", flush=True)
+    print("x rec: the public library call, numcook's `list(generate(...))` over their `get_benchmark_info` per problem, records "
+          "as dicts on both sides, nothing serialised (Symbolic only: their realistic generator returns no records); "
+          "x lines: numcook's JSON Lines call (generate_batches, the command's internal path) over their records written "
+          "through json.dumps; x dicts: numcook's records through json.dumps over theirs; x cmd: numcook's command over "
+          "their cold process; x cpu: the lines' and their library call's rates per CPU second")
 
 
 if __name__ == '__main__':

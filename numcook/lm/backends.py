@@ -4,7 +4,7 @@
 
 # %% ../../nbs/lm/13_backends.ipynb #555aa0a6
 from __future__ import annotations
-import functools, hashlib, json, os, threading, urllib.parse
+import contextlib, functools, hashlib, json, os, threading, urllib.parse
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +13,7 @@ from ..core.errors import NumcookError, Registry
 from ..core.seeds import derive_seed
 from ..core.errors import did_you_mean
 from .catalog import MODELS, ModelRef, check_hub_id, model_ref, resolve_model
-from ..core.files import no_such_path
+from ..core.files import atomic_write, no_such_path
 from .http import DaemonPool, RetryPolicy, get_json, post_json, public_url, server_message
 
 # %% auto #0
@@ -92,7 +92,12 @@ def weights_hash(path:str|Path, full_bytes:int=2**31) -> dict|None:
 
 @functools.lru_cache(maxsize=16)
 def _weights_hash(stamp:tuple, full_bytes:int) -> tuple:
-    files = [Path(name) for name, *_ in stamp]
+    "The hash of the files `stamp` names, remembered beside them for as long as their sizes and times stay (`.numcook-weights.json`): a 500 MB model is read once, not in every process."
+    files, key = [Path(name) for name, *_ in stamp], [[*s] for s in stamp] + [full_bytes]
+    memo = files[0].parent / '.numcook-weights.json'
+    with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
+        seen = json.loads(memo.read_text())
+        if seen.get('key') == key: return tuple(seen['hash'].items())
     total = sum(p.stat().st_size for p in files)
     h, full = hashlib.sha256(), total <= full_bytes
     for p in files:
@@ -103,7 +108,10 @@ def _weights_hash(stamp:tuple, full_bytes:int) -> tuple:
                 for chunk in iter(lambda: f.read(2**20), b''): h.update(chunk)
             else:
                 h.update(f.read(2**20)); f.seek(max(0, size - 2**20)); h.update(f.read(2**20))
-    return tuple({'sha256': h.hexdigest(), 'kind': 'content' if full else 'sampled', 'files': len(files), 'bytes': total}.items())
+    out = {'sha256': h.hexdigest(), 'kind': 'content' if full else 'sampled', 'files': len(files), 'bytes': total}
+    if [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in files] + [full_bytes] == key:   # (unchanged while read)
+        with contextlib.suppress(NumcookError): atomic_write(memo, json.dumps({'key': key, 'hash': out}) + '\n')   # (a read-only folder: read again next time)
+    return tuple(out.items())
 
 # %% ../../nbs/lm/13_backends.ipynb #6f11d106
 def _chat_ids(tok, messages) -> list[int]:
