@@ -35,15 +35,18 @@ def param(default:Any=dataclasses.MISSING, # the default value (leave it out for
                                   many=many or None).items() if v is not None}
     return dataclasses.field(default=default, default_factory=default_factory, metadata={'numcook': meta})
 
+# %% ../../nbs/core/03_config.ipynb #e9eccc26
 def field_spec(f:dataclasses.Field) -> dict:
     "What `param` recorded for field `f` (an empty dict for a plain field)."
     return dict(f.metadata.get('numcook', {}))
 
+# %% ../../nbs/core/03_config.ipynb #98b72d90
 def _bounds(lo, hi, lo_open=False) -> str:
     if lo is not None and hi is not None: return f"in {'(' if lo_open else '['}{lo}, {hi}]"
     if lo is not None: return f"{'>' if lo_open else '>='} {lo}"
     return f"<= {hi}"
 
+# %% ../../nbs/core/03_config.ipynb #496ee546
 def parse_value(v, kind:type, lo=None, hi=None, lo_open:bool=False, choices=None):
     "`v` (a flag's text, or a value from a config file) as a `kind` (int, float or str) within the bounds; else ValueError saying what is wrong."
     if kind is int:
@@ -60,6 +63,7 @@ def parse_value(v, kind:type, lo=None, hi=None, lo_open:bool=False, choices=None
         raise ValueError(str(did_you_mean(v, choices, 'value')).removeprefix('unknown value '))
     return v
 
+# %% ../../nbs/core/03_config.ipynb #81a309ca
 def field_kind(f:dataclasses.Field) -> tuple[type, bool]:
     "(int, float, str, bool or list, whether None is allowed) read from field `f`'s type hint (a string under postponed annotations)."
     hint = f.type if isinstance(f.type, str) else getattr(f.type, '__name__', str(f.type))
@@ -67,6 +71,7 @@ def field_kind(f:dataclasses.Field) -> tuple[type, bool]:
     kind = next((k for k in (bool, int, float, list) if any(p == k.__name__ or p.startswith(k.__name__ + '[') for p in parts)), str)
     return kind, 'None' in parts or 'Optional' in hint
 
+# %% ../../nbs/core/03_config.ipynb #970a7f0a
 def check_fields(cfg, where:Callable[[str], str]=lambda name: name):
     "Check every field of dataclass `cfg` that declares a range or choices; a bad one is a one-line error naming `where(field)`."
     for f in dataclasses.fields(cfg):
@@ -77,22 +82,24 @@ def check_fields(cfg, where:Callable[[str], str]=lambda name: name):
         except ValueError as e: raise NumcookError(f"{where(f.name)}: {e}") from None
     return cfg
 
-# %% ../../nbs/core/03_config.ipynb #e9eccc26
+# %% ../../nbs/core/03_config.ipynb #be55d17d
 def int_arg(lo:int|None=None, hi:int|None=None) -> Callable[[str], int]:
     "A check that turns a text into an integer in [lo, hi] (either end open when None), else a ValueError saying why."
     def check(s) -> int: return parse_value(s, int, lo, hi)
     return check
 
+# %% ../../nbs/core/03_config.ipynb #b8fae865
 def float_arg(lo:float|None=None, hi:float|None=None, lo_open:bool=False) -> Callable[[str], float]:
     "A check that turns a text into a finite number in [lo, hi] ((lo, hi] when `lo_open`), else a ValueError saying why."
     def check(s) -> float: return parse_value(s, float, lo, hi, lo_open)
     return check
 
-# %% ../../nbs/core/03_config.ipynb #98b72d90
+# %% ../../nbs/core/03_config.ipynb #dba1af9e
 def _within(lo, hi) -> str:
     "Where the values of a range must lie, in words (a bound that is None is open)."
     return f'lie in [{lo}, {hi}]' if lo is not None and hi is not None else f'be at least {lo}' if lo is not None else f'be at most {hi}'
 
+# %% ../../nbs/core/03_config.ipynb #05f646bf
 def parse_range(spec:str|int|Iterable[int], what:str='range', lo:int|None=None, hi:int|None=None) -> list[int]:
     "Parse `'1-20'`, `'3'` or `'1-5,8,10-12'` (or pass ints through) into a sorted list of ints within [lo, hi]."
     if isinstance(spec, int): vals = [spec]
@@ -113,7 +120,7 @@ def parse_range(spec:str|int|Iterable[int], what:str='range', lo:int|None=None, 
     if bad: raise NumcookError(f"bad {what} {spec!r}: values must {_within(lo, hi)}, got {bad[0]}")
     return sorted(set(vals))
 
-# %% ../../nbs/core/03_config.ipynb #496ee546
+# %% ../../nbs/core/03_config.ipynb #2667032d
 def confirm_large(amount:float, # the estimated amount of work (items, instances, bytes, ...)
                   limit:float, # the most done without asking
                   describe:str, # the estimate in words: 'this run would write about 12,000,000 items (~9 GB)'
@@ -124,7 +131,7 @@ def confirm_large(amount:float, # the estimated amount of work (items, instances
     if not yes: raise NumcookError(f"{describe}, more than this command does without asking; add --yes to go ahead, or ask for less")
     print(f"numcook: {describe}; going ahead (--yes)", file=sys.stderr)
 
-# %% ../../nbs/core/03_config.ipynb #81a309ca
+# %% ../../nbs/core/03_config.ipynb #21548e46
 def to_jsonable(obj):
     "Convert dataclasses, paths, tuples and sets into plain JSON-compatible values."
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -135,17 +142,20 @@ def to_jsonable(obj):
     if isinstance(obj, Path): return str(obj)
     return obj
 
+# %% ../../nbs/core/03_config.ipynb #179232e0
 def config_dict(cfg, **extra) -> dict:
     "What `save_config` writes: the class name, the numcook version, the fields of dataclass `cfg` (or a dict) and `extra`."
     cls = cfg.get('_class', 'dict') if isinstance(cfg, dict) else type(cfg).__qualname__
     return {'_class': cls, '_numcook_version': __version__, **to_jsonable(cfg), **to_jsonable(extra)}
 
+# %% ../../nbs/core/03_config.ipynb #b2e30632
 def save_config(cfg, path:str|Path, **extra) -> Path:
     "Write dataclass `cfg` (and `extra` keys) as pretty JSON to `path` (a file, or a folder that gets `config.json`), atomically."
     path = Path(path)
     if path.suffix != '.json': path = path / 'config.json'
     return atomic_write(path, json.dumps(config_dict(cfg, **extra), indent=2, sort_keys=True) + '\n')
 
+# %% ../../nbs/core/03_config.ipynb #f97c2310
 def read_config(path:Path) -> dict|None:
     "The config saved at `path` (a file, or a folder's `config.json`), None if there is none; a broken one is a one-line error."
     if path.is_dir(): path = path / 'config.json'
@@ -156,6 +166,7 @@ def read_config(path:Path) -> dict|None:
     if not isinstance(data, dict): raise NumcookError(f"{path} is not a config (not a JSON object); remove it, or use another output")
     return data
 
+# %% ../../nbs/core/03_config.ipynb #0644ccad
 def config_mismatch(path:str|Path, expected:dict) -> list[str]:
     "The keys of `expected` that the config saved at `path` (if there is one) holds with other values, as 'key saved (now value)'."
     old = read_config(Path(path))
@@ -168,11 +179,13 @@ def _differences(key:str, old, new) -> list[str]:
         return [d for k in sorted(old.keys() | new.keys()) for d in _differences(f'{key}.{k}', old.get(k), new.get(k))]
     return [] if old == new else [f'{key} {old!r} (now {new!r})']
 
+# %% ../../nbs/core/03_config.ipynb #b9dd52ad
 def sidecar_path(path:str|Path) -> Path:
     "The config file beside output file `path`: `items.config.json` for `items.jsonl`, `NAME.config.json` for any other NAME."
     path = Path(path)
     return path.with_suffix('.config.json') if path.suffix == '.jsonl' else path.with_name(path.name + '.config.json')
 
+# %% ../../nbs/core/03_config.ipynb #cbf8c5c6
 def has_results(out:str|Path, config:str|Path|None=None) -> bool:
     "Whether `out` holds something to resume: a non-empty file, or a folder with a non-empty file besides its `config`."
     out = Path(out)
@@ -181,6 +194,7 @@ def has_results(out:str|Path, config:str|Path|None=None) -> bool:
     skip = Path(config).resolve() if config else None
     return any(p.is_file() and p.stat().st_size > 0 and p.resolve() != skip for p in out.rglob('*'))
 
+# %% ../../nbs/core/03_config.ipynb #28316f35
 def check_resume(out:str|Path, config:str|Path, expected:dict, cls:str|None=None):
     "Refuse (one-line error) to resume `out` (a results file or folder) unless its saved `config` exists, is of class `cls` and agrees with `expected`."
     out, config = Path(out), Path(config)
@@ -194,6 +208,7 @@ def check_resume(out:str|Path, config:str|Path, expected:dict, cls:str|None=None
     diff = config_mismatch(config, expected)
     if diff: raise NumcookError(f"{out} holds a run with different settings: {', '.join(diff)}; use another output, or remove it")
 
+# %% ../../nbs/core/03_config.ipynb #74328c01
 def load_config(cls, path:str|Path):
     "Rebuild dataclass `cls` from a file written by `save_config`, ignoring unknown keys."
     path = Path(path)

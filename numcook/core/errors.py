@@ -14,7 +14,7 @@ __all__ = ['NumcookError', 'warn', 'did_you_mean', 'Registry']
 class NumcookError(ValueError):
     "A user-facing error: its message is one line naming what was wrong and what would be right."
 
-# %% ../../nbs/core/00_errors.ipynb #a8c7cb55
+# %% ../../nbs/core/00_errors.ipynb #5825ead2
 def warn(msg:str):
     "Print `msg` on stderr as one line: something the user should know that does not stop the command."
     print(f"numcook: warning: {' '.join(str(msg).split())}", file=sys.stderr)

@@ -14,7 +14,7 @@ import glob
 __all__ = ['make_parents', 'remove_folders', 'write_failure', 'atomic_file', 'no_such_path', 'glob_escape', 'atomic_write',
            'not_a_file', 'cannot_read', 'check_input', 'read_jsonl', 'write_jsonl', 'JsonlLog', 'code_sha256']
 
-# %% ../../nbs/core/02_files.ipynb #59f84806
+# %% ../../nbs/core/02_files.ipynb #0726c511
 _UMASK = os.umask(0o022); os.umask(_UMASK)   # the process's umask (read by setting it back)
 
 def make_parents(path:str|Path) -> list[Path]:
@@ -30,11 +30,13 @@ def make_parents(path:str|Path) -> list[Path]:
         made.append(d)
     return made
 
+# %% ../../nbs/core/02_files.ipynb #ad60df67
 def remove_folders(made:Iterable[Path]):
     "Remove the folders `make_parents` created, innermost first, as long as they are empty."
     for d in reversed(list(made)):
         with contextlib.suppress(OSError): d.rmdir()
 
+# %% ../../nbs/core/02_files.ipynb #23becb2c
 _NO_ROOM = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}   # no space left, a file past its size limit, the quota used up
 
 def write_failure(e:BaseException) -> str|None:
@@ -46,6 +48,7 @@ def write_failure(e:BaseException) -> str|None:
     if n is None: return (e.strerror or str(e) or type(e).__name__) if isinstance(e, OSError) else None
     return f'out of space ({os.strerror(n)})' if n in _NO_ROOM else os.strerror(n)
 
+# %% ../../nbs/core/02_files.ipynb #7a186bf5
 @contextlib.contextmanager
 def atomic_file(path:str|Path, mode:str='w', **kwargs):
     "A file opened for writing beside `path` that replaces `path` when the block ends well, and is removed when it fails."
@@ -65,6 +68,7 @@ def atomic_file(path:str|Path, mode:str='w', **kwargs):
         if isinstance(e, OSError): raise NumcookError(f"cannot write {str(path)!r}: {write_failure(e)}") from None
         raise
 
+# %% ../../nbs/core/02_files.ipynb #71d9fc61
 def no_such_path(spec:str|Path) -> str|None:
     "Why `spec`, written as a local path that no hub id can be (absolute, `./`, `../`, `~`, two or more `/`), names nothing; None when it exists or may be a hub id."
     s = str(spec)
@@ -77,16 +81,18 @@ def no_such_path(spec:str|Path) -> str|None:
     close = difflib.get_close_matches(missing, [c.name for c in parent.iterdir()], n=1, cutoff=0.6)
     return f"no such folder ({str(parent)!r} holds no {missing!r}" + (f"; did you mean {close[0]!r}?)" if close else ')')
 
+# %% ../../nbs/core/02_files.ipynb #2f0362a7
 def glob_escape(name:str) -> str:
     "`name` with glob's special characters escaped."
     return glob.escape(name)
 
+# %% ../../nbs/core/02_files.ipynb #7a69779a
 def atomic_write(path:str|Path, text:str) -> Path:
     "Write `text` (UTF-8, `\\n` line ends) to `path` all at once."
     with atomic_file(path, 'w', encoding='utf-8', newline='\n') as f: f.write(text)
     return Path(path)
 
-# %% ../../nbs/core/02_files.ipynb #54a9e3db
+# %% ../../nbs/core/02_files.ipynb #59c988fd
 _KINDS = ((stat.S_ISDIR, 'a folder'), (stat.S_ISFIFO, 'a named pipe (FIFO)'), (stat.S_ISCHR, 'a character device'),
           (stat.S_ISBLK, 'a block device'), (stat.S_ISSOCK, 'a socket'))
 
@@ -98,6 +104,7 @@ def not_a_file(path:str|Path) -> str|None:
     if stat.S_ISREG(mode): return None
     return next((name for test, name in _KINDS if test(mode)), 'not a regular file')
 
+# %% ../../nbs/core/02_files.ipynb #1f57d401
 def cannot_read(path:str|Path) -> str|None:
     "Why the existing file `path` cannot be opened for reading ('not readable (permission denied)', ...), or None when it can."
     try: open(path, 'rb').close()
@@ -106,6 +113,7 @@ def cannot_read(path:str|Path) -> str|None:
     except OSError as e: return f'not readable ({(e.strerror or str(e)).lower()})'
     return None
 
+# %% ../../nbs/core/02_files.ipynb #ed57315a
 def check_input(path:str|Path, what:str='input') -> Path:
     "`path` as a `Path` when it is a regular file, else a one-line error saying what it is: a device or a FIFO may never end (`/dev/zero`)."
     path, kind = Path(path), not_a_file(path)
@@ -113,6 +121,7 @@ def check_input(path:str|Path, what:str='input') -> Path:
     if kind: raise NumcookError(f"{str(path)!r} is {kind}, not a {what} file" if kind.startswith('a') else f"{str(path)!r} is {kind}")
     return path
 
+# %% ../../nbs/core/02_files.ipynb #a74c9775
 def _lines(path:Path, torn:str='warn') -> Iterator[tuple[int, Any]]:
     "(line number, parsed value) of each non-blank line, read one at a time; a cut-off last line is reported (`torn`='warn'), skipped or refused."
     with check_input(path, 'JSON Lines').open('rb') as f:
@@ -132,19 +141,21 @@ def _lines(path:Path, torn:str='warn') -> Iterator[tuple[int, Any]]:
                 return
             raise NumcookError(f"{path}: {why}")
 
+# %% ../../nbs/core/02_files.ipynb #6b6ce9ef
 def read_jsonl(path:str|Path, strict:bool=False) -> list:
     "All complete records of a JSON Lines file ([] if there is none); a cut-off last line is reported and skipped, or refused if `strict`."
     path = Path(path)
     if not path.exists(): return []
     return [r for _, r in _lines(path, 'error' if strict else 'warn')]
 
+# %% ../../nbs/core/02_files.ipynb #3fbc4707
 def write_jsonl(records:Iterable[dict], path:str|Path) -> Path:
     "Write `records` to `path` as JSON Lines (keys in insertion order, UTF-8, `\\n` endings), atomically."
     with atomic_file(path, 'w', encoding='utf-8', newline='\n') as f:
         for r in records: f.write(json.dumps(r, ensure_ascii=False) + '\n')
     return Path(path)
 
-# %% ../../nbs/core/02_files.ipynb #d4402741
+# %% ../../nbs/core/02_files.ipynb #15f90f2d
 def _write_all(fd:int, data:list[bytes]):
     "Write the pieces `data` to file descriptor `fd`, gathered (`writev`: one call, unless the OS takes less)."
     pieces = [memoryview(p) for p in data]
@@ -153,6 +164,7 @@ def _write_all(fd:int, data:list[bytes]):
         while pieces and n >= len(pieces[0]): n -= len(pieces[0]); pieces.pop(0)
         if pieces: pieces[0] = pieces[0][n:]
 
+# %% ../../nbs/core/02_files.ipynb #384f5857
 class JsonlLog:
     "An append-only JSON Lines file that resumes after a crash without losing or duplicating records."
     def __init__(self, path:str|Path, key:Callable[[dict], Any]|str='id', fsync:bool=False, keep_records:bool=True):
@@ -238,7 +250,7 @@ class JsonlLog:
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
 
-# %% ../../nbs/core/02_files.ipynb #9c8bbd2a
+# %% ../../nbs/core/02_files.ipynb #e6af0ddf
 def code_sha256(path:str|Path) -> str:
     "SHA-256 of the Python source at `path` as code: its syntax tree without docstrings (comments, layout and prose leave it unchanged)."
     tree = ast.parse(Path(path).read_text(encoding='utf-8'))

@@ -17,7 +17,7 @@ from .config import read_config, config_dict, check_resume, has_results, sidecar
 __all__ = ['check_record', 'output_complete', 'read_records', 'check_not_input', 'OutputLock', 'check_output_path', 'OutputGuard',
            'waiting_lock', 'build_once']
 
-# %% ../../nbs/core/04_outputs.ipynb #d95f5565
+# %% ../../nbs/core/04_outputs.ipynb #b3412d5d
 _TYPE_NAMES = {str: 'a string', int: 'an integer', float: 'a number', bool: 'true or false', list: 'a list',
                dict: 'a JSON object', type(None): 'null'}
 
@@ -26,6 +26,7 @@ def _fits(v, types:tuple) -> bool:
     if isinstance(v, int) and float in types: return True
     return isinstance(v, types)
 
+# %% ../../nbs/core/04_outputs.ipynb #2aa07946
 def check_record(rec:dict, schema:dict, where:str):
     "Raise a one-line error naming `where` and the field when `rec` does not fit `schema` ({field: type(s)}; 'field?' may be absent)."
     for name, types in schema.items():
@@ -38,6 +39,7 @@ def check_record(rec:dict, schema:dict, where:str):
             want = ' or '.join(_TYPE_NAMES.get(t, t.__name__) for t in types)
             raise NumcookError(f"{where}: field {name!r} should be {want}, not {json.dumps(rec[name])[:40]}")
 
+# %% ../../nbs/core/04_outputs.ipynb #a28e8809
 def output_complete(path:str|Path, config:str|Path|None=None) -> bool|None:
     "Whether the output at `path` was marked complete by its writer (None: its config says nothing)."
     path = Path(path)
@@ -47,6 +49,7 @@ def output_complete(path:str|Path, config:str|Path|None=None) -> bool|None:
     if data is None or '_complete' not in data or data.get('_output', path.name) != path.name: return None
     return bool(data['_complete'])
 
+# %% ../../nbs/core/04_outputs.ipynb #4a6687e3
 def read_records(path:str|Path, # a JSON Lines file
                  what:str='records', # what the file holds, for messages ('problems', 'replies', ...)
                  schema:dict|None=None, # {field: type or tuple of types}; a name ending in '?' is optional
@@ -72,13 +75,14 @@ def read_records(path:str|Path, # a JSON Lines file
         warn(f"{path} is incomplete (its writer was interrupted or is still running): {len(out)} {what} read")
     return out
 
+# %% ../../nbs/core/04_outputs.ipynb #7feaeb0b
 def check_not_input(out:str|Path, *inputs:str|Path|None):
     "Refuse (one-line error) an output path that is one of the command's input files."
     for i in inputs:
         if i is not None and os.path.abspath(out) == os.path.abspath(i):
             raise NumcookError(f"the output {str(out)!r} is also an input; give another output file")
 
-# %% ../../nbs/core/04_outputs.ipynb #ba0a1708
+# %% ../../nbs/core/04_outputs.ipynb #5a1c3857
 _HELD_LOCKS: dict[str, int] = {}   # lock file -> descriptor, for every lock this process holds
 
 def _drop_inherited_locks():
@@ -88,6 +92,7 @@ def _drop_inherited_locks():
 
 if hasattr(os, 'register_at_fork'): os.register_at_fork(after_in_child=_drop_inherited_locks)
 
+# %% ../../nbs/core/04_outputs.ipynb #8e2a4e24
 class OutputLock:
     "An exclusive lock on output `path` (a file or folder) through `<name>.lock` beside it; a second writer is refused at once."
     def __init__(self, path:str|Path):
@@ -124,7 +129,7 @@ class OutputLock:
     def __enter__(self): return self.acquire()
     def __exit__(self, *a): self.release()
 
-# %% ../../nbs/core/04_outputs.ipynb #ef2689ab
+# %% ../../nbs/core/04_outputs.ipynb #7dc63c6c
 def check_output_path(path:str|Path, folder:bool=False) -> Path:
     "`path` as a `Path` if it can be an output file (`folder`: an output folder), else a one-line error; call it before slow work."
     p = Path(path)
@@ -137,6 +142,7 @@ def check_output_path(path:str|Path, folder:bool=False) -> Path:
             break
     return p
 
+# %% ../../nbs/core/04_outputs.ipynb #6acc8de0
 class OutputGuard:
     "The one output discipline: lock the output, resume only a run of the same kind and settings, write the config, mark it complete."
     def __init__(self, path:str|Path, # the results file, or the run folder with `folder=True`
@@ -204,7 +210,7 @@ class OutputGuard:
         if et is None: self.lock.release()
         else: self._undo()
 
-# %% ../../nbs/core/04_outputs.ipynb #a17dc407
+# %% ../../nbs/core/04_outputs.ipynb #4e10169b
 def waiting_lock(path:str|Path, wait_s:float=3600) -> OutputLock:
     "The `OutputLock` of `path`, taken as soon as another process lets go of it (a one-line error after `wait_s` seconds)."
     lock, t0 = OutputLock(path), time.monotonic()
@@ -214,6 +220,7 @@ def waiting_lock(path:str|Path, wait_s:float=3600) -> OutputLock:
             if time.monotonic() - t0 > wait_s: raise
             time.sleep(0.5)
 
+# %% ../../nbs/core/04_outputs.ipynb #53b1f21b
 def build_once(path:str|Path, # the folder to make
                ready:Callable[[], bool], # whether a complete `path` is already there
                build:Callable[[Path], None], # fills a fresh folder (renamed to `path` when it returns)

@@ -29,12 +29,13 @@ if os.environ.get('NUMCOOK_PROGRESS', '1') == '0':   # the bars of Hugging Face 
     os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
     if 'transformers' in sys.modules: sys.modules['transformers'].utils.logging.disable_progress_bar()
 
-# %% ../../nbs/core/05_parallel.ipynb #eec5bedd
+# %% ../../nbs/core/05_parallel.ipynb #ea52b9f9
 def quiet_worker(leave_ctrl_c:bool=False):
     "In a worker process: SIGTERM ends it at once and quietly (not the parent's handler, inherited through fork); `leave_ctrl_c`: Ctrl-C is the parent's (a pool it terminates)."
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if leave_ctrl_c: signal.signal(signal.SIGINT, signal.SIG_IGN)
 
+# %% ../../nbs/core/05_parallel.ipynb #60d8d798
 def _quietly(target, *args, **kwargs):
     "Run a pool worker's loop; when its parent is gone (the pipe to it broken) end without a traceback: nobody is left to read it."
     parent = os.getppid()
@@ -42,6 +43,7 @@ def _quietly(target, *args, **kwargs):
     except (BrokenPipeError, ConnectionResetError, EOFError):
         if os.getppid() == parent: raise
 
+# %% ../../nbs/core/05_parallel.ipynb #0c7d90e0
 class QuietPool(multiprocessing.pool.Pool):
     "A `multiprocessing.Pool` whose workers end quietly when their parent is killed, instead of each printing a `BrokenPipeError` traceback."
     @staticmethod
@@ -50,6 +52,7 @@ class QuietPool(multiprocessing.pool.Pool):
         kwds['target'] = functools.partial(_quietly, kwds['target'])
         return ctx.Process(*args, **kwds)
 
+# %% ../../nbs/core/05_parallel.ipynb #579a4a75
 _SPOOL = {}
 
 def _spool_init(fn, folder, init, initargs):
@@ -71,6 +74,7 @@ def _spool_call(job):
                            f"free space there (or set TMPDIR to a folder with room) and run the same command again") from None
     return meta, path
 
+# %% ../../nbs/core/05_parallel.ipynb #e1946ea8
 def spooled_imap(fn:Callable, # fn(job) -> text, or a tuple whose last item is the text (str or UTF-8 bytes)
                  jobs:Iterable, # the jobs, handed one at a time to whichever worker is free
                  workers:int, # worker processes
@@ -86,7 +90,7 @@ def spooled_imap(fn:Callable, # fn(job) -> text, or a tuple whose last item is t
             os.unlink(path)
             yield (*meta, text) if meta else text
 
-# %% ../../nbs/core/05_parallel.ipynb #e1946ea8
+# %% ../../nbs/core/05_parallel.ipynb #d37468b5
 def reuse_freed_memory(trim:int=1 << 30, mmap:int=32 << 20) -> bool:
     "Have glibc's malloc keep freed memory (heap trimmed above `trim` bytes free; blocks below `mmap` from the heap); False where it cannot."
     try: mallopt = ctypes.CDLL(None).mallopt

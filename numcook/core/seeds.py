@@ -16,6 +16,7 @@ def derive_seed(seed:int, *keys) -> int:
     h = hashlib.sha256(repr((int(seed),) + tuple(str(k) for k in keys)).encode()).digest()
     return int.from_bytes(h[:8], 'big') >> 1
 
+# %% ../../nbs/core/01_seeds.ipynb #23a3afd0
 def rng(seed:int, *keys) -> random.Random:
     "A `random.Random` seeded by `derive_seed(seed, *keys)`."
     return random.Random(derive_seed(seed, *keys))
@@ -31,12 +32,13 @@ def seed_everything(seed:int):
         import torch; torch.manual_seed(seed)  # optional: seeded when installed
     except ImportError: pass
 
-# %% ../../nbs/core/01_seeds.ipynb #c88a2b57
+# %% ../../nbs/core/01_seeds.ipynb #b9731383
 NUMERIC_PINS = {'ATEN_CPU_CAPABILITY': 'avx2',      # torch's own vectorised kernels
                 'MKL_CBWR': 'AVX2,STRICT',          # MKL's matrix products, the same whatever the thread count
                 'ONEDNN_MAX_CPU_ISA': 'AVX2',       # oneDNN's kernels
                 'OPENBLAS_CORETYPE': 'Haswell'}     # NumPy's and SciPy's BLAS (the AVX2 kernels)
 
+# %% ../../nbs/core/01_seeds.ipynb #b15b001c
 def _has_avx2() -> bool:
     "Whether this CPU runs AVX2 and FMA (read from /proc/cpuinfo; False where there is none to read)."
     try: flags = next(l for l in Path('/proc/cpuinfo').read_text().splitlines() if l.startswith('flags')).split()
@@ -48,6 +50,7 @@ def pinned_env(env:dict|None=None) -> dict:
     env = dict(os.environ if env is None else env)
     return ({**NUMERIC_PINS, **env} if _has_avx2() else env)
 
+# %% ../../nbs/core/01_seeds.ipynb #5416248f
 def numerics() -> dict:
     "The numeric paths of this process, for a result's config: each pin's value (None: not set) and torch's CPU capability, once torch is loaded."
     out = {k: os.environ.get(k) for k in NUMERIC_PINS}

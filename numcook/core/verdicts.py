@@ -31,7 +31,7 @@ class NotTested(Exception):
     "A guard's reason why the data cannot decide a claim, with the numbers it saw (`evidence`)."
     def __init__(self, reason:str, evidence:str=''): super().__init__(reason); self.evidence = evidence
 
-# %% ../../nbs/core/06_verdicts.ipynb #dc43b430
+# %% ../../nbs/core/06_verdicts.ipynb #b97c4812
 @dataclass(frozen=True)
 class Effect:
     "A measured effect: the statistic (oriented so that the claim holds when it is large), its estimate and 95% interval, and the sample behind it."
@@ -54,7 +54,7 @@ class Effect:
         head = f'{self.shown}; ' if self.shown else ''
         return f'{head}{self.statistic} {self.estimate:.3f}, 95% CI [{self.ci_low:.3f}, {self.ci_high:.3f}], n {self.n}{pv}'
 
-# %% ../../nbs/core/06_verdicts.ipynb #b97c4812
+# %% ../../nbs/core/06_verdicts.ipynb #61105a18
 def _fraction(k:int, n:int) -> str: return f'{k}/{n}'
 
 def rate(k:int, n:int, statistic:str, shown:str='') -> Effect:
@@ -77,7 +77,7 @@ def difference(a:tuple[int, int], b:tuple[int, int], statistic:str, shown:str=''
     return Effect(statistic, est, min(float(lo), est), max(float(hi), est), f'{na}/{nb}', 'Newcombe two-proportion interval, score test',
                   p_value=float(p) if np.isfinite(p) else 1.0, items=min(na, nb), shown=shown or f'{_fraction(ka, na)} vs {_fraction(kb, nb)}')
 
-# %% ../../nbs/core/06_verdicts.ipynb #a7517777
+# %% ../../nbs/core/06_verdicts.ipynb #c4fb5769
 def _resample(groups:Sequence[np.ndarray], n_boot:int, rng:np.random.Generator) -> np.ndarray:
     "Resampled item indices, (n_boot, items): each stratum's indices drawn with replacement within the stratum."
     return np.concatenate([g[rng.integers(0, len(g), (n_boot, len(g)))] for g in groups], axis=1)
@@ -88,12 +88,14 @@ def _strata(values:np.ndarray, strata) -> list[np.ndarray]:
     if len(s) != len(values): raise NumcookError(f"strata has {len(s)} labels for {len(values)} items")
     return [np.flatnonzero(s == k) for k in np.unique(s)]
 
+# %% ../../nbs/core/06_verdicts.ipynb #46adea4c
 def _boot_effect(draws:np.ndarray, est:float, statistic:str, n:str, test:str, items:int, shown:str) -> Effect:
     "An Effect with the percentile interval of bootstrap `draws` and a two-sided bootstrap p-value against zero."
     lo, hi = np.quantile(draws, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     p = min(1.0, 2 * min(np.mean(draws <= 0), np.mean(draws >= 0)) + 1 / len(draws))
     return Effect(statistic, est, min(float(lo), est), max(float(hi), est), n, test, p_value=float(p), items=items, shown=shown)
 
+# %% ../../nbs/core/06_verdicts.ipynb #c00f6580
 def mean_difference(a:Sequence[float], b:Sequence[float], statistic:str, strata_a=None, strata_b=None, paired:bool=True,
                     n_boot:int=2000, seed:int=0, shown:str='') -> Effect:
     "The difference of means `a - b` over items with a bootstrap 95% interval, items resampled within strata (seeds), jointly when `paired`."
@@ -110,6 +112,7 @@ def mean_difference(a:Sequence[float], b:Sequence[float], statistic:str, strata_
     return _boot_effect(draws, est, statistic, f'{len(a)}/{len(b)}', how, min(len(a), len(b)),
                         shown or f'{a.mean():.3f} vs {b.mean():.3f}')
 
+# %% ../../nbs/core/06_verdicts.ipynb #9ebb0fa8
 def mean_value(values:Sequence[float], statistic:str, strata=None, n_boot:int=2000, seed:int=0, shown:str='') -> Effect:
     "The mean of `values` over items with a bootstrap 95% interval, items resampled within strata (seeds)."
     v, rng = np.asarray(values, float), np.random.default_rng(seed)
@@ -120,12 +123,13 @@ def mean_value(values:Sequence[float], statistic:str, strata=None, n_boot:int=20
     return Effect(statistic, est, min(float(lo), est), max(float(hi), est), str(len(v)),
                   f'bootstrap over items, stratified by seed, {n_boot} resamples', items=len(v), shown=shown or f'{est:.3f}')
 
-# %% ../../nbs/core/06_verdicts.ipynb #c4fb5769
+# %% ../../nbs/core/06_verdicts.ipynb #35aea229
 def _pearson(u:np.ndarray, v:np.ndarray, axis:int=-1) -> np.ndarray:
     "Pearson's r along `axis` (vectorised over resamples)."
     u, v = u - u.mean(axis, keepdims=True), v - v.mean(axis, keepdims=True)
     return (u * v).sum(axis) / np.sqrt((u * u).sum(axis) * (v * v).sum(axis))
 
+# %% ../../nbs/core/06_verdicts.ipynb #a8ee2735
 def trend(x:Sequence[float], y:Sequence[float], statistic:str, seed:int=0, shown:str='') -> Effect:
     "Spearman's rho of `y` with `x`, a permutation p-value and a Fisher-z 95% interval (Bonett-Wright variance); needs 5 or more points."
     x, y = np.asarray(x, float), np.asarray(y, float)
@@ -143,6 +147,7 @@ def trend(x:Sequence[float], y:Sequence[float], statistic:str, seed:int=0, shown
                   'Spearman rho, permutation test, Fisher-z interval', p_value=float(res.pvalue), items=len(x),
                   shown=shown or f'rho {r:.2f} over {len(x)} points')
 
+# %% ../../nbs/core/06_verdicts.ipynb #83a42fd5
 def coefficient(fit, name:str, statistic:str, sign:int=1, p_value:float|None=None, test:str='', shown:str='') -> Effect:
     "Coefficient `name` of a fitted statsmodels model (times `sign`, to orient the claim) with the fit's own 95% interval and p-value."
     if name not in fit.params.index: raise did_you_mean(name, list(fit.params.index), 'coefficient')
@@ -152,12 +157,13 @@ def coefficient(fit, name:str, statistic:str, sign:int=1, p_value:float|None=Non
     return Effect(statistic, b, lo, hi, f'{n:,} items', test or f'{type(fit.model).__name__} coefficient, Wald interval',
                   p_value=float(fit.pvalues[name]) if p_value is None else float(p_value), items=n, shown=shown or f'{name} {b:+.3f}')
 
+# %% ../../nbs/core/06_verdicts.ipynb #65c0832d
 def printed(value:float, statistic:str, source:str) -> Effect:
     "A number as the paper prints it: no items behind it, so its interval is the number itself."
     v = float(value)
     return Effect(statistic, v, v, v, 'printed', f'printed value ({source}); the paper gives no item counts', shown=f'{source}: {v:g}')
 
-# %% ../../nbs/core/06_verdicts.ipynb #46adea4c
+# %% ../../nbs/core/06_verdicts.ipynb #828841c5
 def check_rates(what:str='exact match', **arms:tuple[int, int]) -> None:
     "Raise NotTested when every arm's rate (successes, items) is below FLOOR, or every one above CEILING."
     if not arms: raise NumcookError("check_rates needs at least one arm")
@@ -166,12 +172,14 @@ def check_rates(what:str='exact match', **arms:tuple[int, int]) -> None:
     if all(v < FLOOR for v in r.values()): raise NotTested(f'every arm is at the floor ({what} under {FLOOR}): a tie there is not a finding', f'{what}: {shown}')
     if all(v > CEILING for v in r.values()): raise NotTested(f'every arm is at the ceiling ({what} over {CEILING}): a tie there is not a finding', f'{what}: {shown}')
 
+# %% ../../nbs/core/06_verdicts.ipynb #8ff045f5
 def check_parsed(parsed:int, n:int, what:str='outputs') -> None:
     "Raise NotTested when an answer was read from fewer than PARSED of the `n` outputs."
     if n and parsed / n < PARSED:
         raise NotTested(f'an answer was read from only {parsed}/{n} {what} ({parsed / n:.0%}, under {PARSED:.0%}): the outputs are not in the answer format',
                         f'answers read from {parsed}/{n} {what} ({parsed / n:.0%})')
 
+# %% ../../nbs/core/06_verdicts.ipynb #700c061e
 def unseen(tests:Sequence, train:Iterable, key:Callable=lambda x: x) -> tuple[list, int]:
     "The test items whose `key` is not among the training items' keys, and how many were (memorised, set apart)."
     seen = {key(t) for t in train}
@@ -179,6 +187,7 @@ def unseen(tests:Sequence, train:Iterable, key:Callable=lambda x: x) -> tuple[li
     if not keep and tests: raise NotTested(f'all {len(tests)} test items were in the training data: memorised, not skill', f'{len(tests)} of {len(tests)} test items memorised')
     return keep, len(tests) - len(keep)
 
+# %% ../../nbs/core/06_verdicts.ipynb #0b97aa3c
 def same_items(what:str, **arms:Iterable) -> None:
     "Refuse (NumcookError) a comparison of arms that were not measured on the same items, ops or contexts."
     sets = {k: sorted(set(v), key=str) for k, v in arms.items()}
@@ -188,7 +197,7 @@ def same_items(what:str, **arms:Iterable) -> None:
             raise NumcookError(f"{what}: {k} and {ref_name} were measured on different items ({len(v)} and {len(ref)}; "
                                f"e.g. {next(iter(set(map(str, v)) ^ set(map(str, ref))))}): compare them on the same ones")
 
-# %% ../../nbs/core/06_verdicts.ipynb #d5888bca
+# %% ../../nbs/core/06_verdicts.ipynb #9b3b3c3c
 def scale_to_decide(e:Effect, effect_size:float) -> float|None:
     "How many times the sample would have to grow for `e`'s interval to clear `effect_size` if its estimate held (None: never)."
     gap = abs(e.estimate - effect_size)
@@ -196,6 +205,7 @@ def scale_to_decide(e:Effect, effect_size:float) -> float|None:
     half = (e.estimate - e.ci_low) if e.estimate > effect_size else (e.ci_high - e.estimate)
     return max(1.0, (half / gap) ** 2)
 
+# %% ../../nbs/core/06_verdicts.ipynb #64cfb764
 def decide(e:Effect, effect_size:float, more:Callable[[float], str]|None=None) -> tuple[str, str]:
     "The verdict ('yes', 'no' or 'undecided') of effect `e` against `effect_size`, with the reason; `more(factor)` names the run that would decide an undecided one."
     lo, hi, eff = e.ci_low, e.ci_high, effect_size
@@ -213,7 +223,7 @@ def decide(e:Effect, effect_size:float, more:Callable[[float], str]|None=None) -
         if more is not None: need += f': {more(f)}'
     return 'undecided', f'the 95% interval [{lo:.3f}, {hi:.3f}] straddles the effect size {eff:g}; {need}'
 
-# %% ../../nbs/core/06_verdicts.ipynb #9ebb0fa8
+# %% ../../nbs/core/06_verdicts.ipynb #d3a071fc
 EVIDENCE = ('this run', 'released data', 'printed tables')   # where a claim's evidence comes from
 CLAIM_COLUMNS = ['claim', 'paper_evidence', 'run_evidence', 'supported', 'reason', 'evidence_from',
                  'statistic', 'estimate', 'ci_low', 'ci_high', 'n', 'effect_size', 'test']
@@ -222,6 +232,7 @@ def _num(v) -> float|None:
     "A float from a CSV cell or a number ('' and None: None)."
     return None if v is None or (isinstance(v, str) and not v.strip()) else float(v)
 
+# %% ../../nbs/core/06_verdicts.ipynb #5eeb0f75
 @dataclass
 class Claim:
     "One claim of a paper: the paper's evidence, this run's, the verdict with its reason, where the evidence comes from, and the effect that decided it."
@@ -254,7 +265,7 @@ class Claim:
         ok = {'yes': lo >= eff, 'no': hi < eff, 'undecided': lo < eff <= hi}[self.supported]
         if not ok: raise NumcookError(f"claim {self.claim!r}: {self.supported!r} disagrees with its interval [{lo:g}, {hi:g}] and effect size {eff:g}")
 
-# %% ../../nbs/core/06_verdicts.ipynb #6310bdbd
+# %% ../../nbs/core/06_verdicts.ipynb #626a0bc6
 def judge(claim:str, # the claim in one sentence
           paper_evidence:str, # what the paper shows
           evidence_from:str, # 'this run', 'released data' or 'printed tables'
@@ -270,12 +281,14 @@ def judge(claim:str, # the claim in one sentence
     return Claim(claim, paper_evidence, str(e), verdict, reason, evidence_from, e.statistic, e.estimate, e.ci_low, e.ci_high,
                  e.n, effect_size, e.test)
 
+# %% ../../nbs/core/06_verdicts.ipynb #b451bbd1
 def _cell(v) -> str:
     "A claims.csv cell: numbers at 4 decimals (a stated precision), None as empty."
     if v is None: return ''
     if isinstance(v, float): return f'{v:.4f}'
     return str(v)
 
+# %% ../../nbs/core/06_verdicts.ipynb #e328826c
 def write_claims(out_dir:str|Path, claims:Iterable[Claim|dict]) -> Path:
     "Write `claims.csv` (the columns of CLAIM_COLUMNS, numbers at 4 decimals) into `out_dir`."
     rows = [c if isinstance(c, Claim) else Claim(**c) for c in claims]
@@ -290,16 +303,18 @@ def write_claims(out_dir:str|Path, claims:Iterable[Claim|dict]) -> Path:
         for c in rows: w.writerow([_cell(getattr(c, k)) for k in CLAIM_COLUMNS])
     return path
 
+# %% ../../nbs/core/06_verdicts.ipynb #48d49087
 def read_claims(path:str|Path) -> list[Claim]:
     "The claims of a claims.csv, each checked again (a verdict that disagrees with its interval is an error)."
     with Path(path).open(encoding='utf-8', newline='') as f:
         return [Claim(**{k: row.get(k, '') for k in CLAIM_COLUMNS}) for row in csv.DictReader(f)]
 
-# %% ../../nbs/core/06_verdicts.ipynb #ad528e76
+# %% ../../nbs/core/06_verdicts.ipynb #cad6ecab
 VERDICT_COLORS = {'yes': '#1b7837', 'no': '#b2182b', 'undecided': '#e08214', 'not tested': '#999999'}
 
 def _short(s:str, k:int) -> str: return s if len(s) <= k else s[:k - 3].rstrip() + '...'
 
+# %% ../../nbs/core/06_verdicts.ipynb #480ae66b
 def forest_plot(claims:Sequence[Claim], title:str='', width:float=10.0):
     "A matplotlib figure of `claims`' intervals (estimate and 95% CI minus each claim's effect size), coloured by verdict, with each claim's n on the right; a claim without an interval says why not on its line."
     import matplotlib.pyplot as plt
@@ -335,7 +350,7 @@ def forest_plot(claims:Sequence[Claim], title:str='', width:float=10.0):
     if title: fig.suptitle(title, x=0.01, y=1 - 0.12 / height, ha='left', va='top', fontsize=9.5)
     return fig
 
-# %% ../../nbs/core/06_verdicts.ipynb #65c0832d
+# %% ../../nbs/core/06_verdicts.ipynb #03ae5926
 def power(p_a:float, p_b:float, n:int, effect_size:float) -> float:
     "The probability that `difference` of two arms with true rates `p_a`, `p_b` and `n` items each clears `effect_size` (normal approximation)."
     se = math.sqrt(max(p_a * (1 - p_a) + p_b * (1 - p_b), 1e-12) / n)
