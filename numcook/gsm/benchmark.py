@@ -31,6 +31,7 @@ class GsmEval(EvalSettings):
     mode: str = 'both'                           # forward, reverse or both (Medium/Hard)
     template: str = 'all'                        # a template name or 'all' (Medium/Hard)
 
+# %% ../../nbs/gsm/46_benchmark.ipynb #84ef0e9a
 EVAL_LIMIT = 100_000   # problems an evaluation runs at most without --yes
 GSM_BUDGET = 256       # the reply budget when --max-new-tokens is not given (a reply works the problem out first)
 
@@ -39,6 +40,7 @@ _GENERATE_ONLY = ('subset', 'per_op', 'context', 'mode', 'template')   # setting
 def _generate_config(s:GsmEval) -> GenerateConfig:
     return GenerateConfig(s.subset, s.ops or GenerateConfig.ops, s.per_op, s.context, s.seed, s.mode, s.template)
 
+# %% ../../nbs/gsm/46_benchmark.ipynb #a9b79e1f
 def _file_problems(s:GsmEval) -> list[dict]:
     "The problems of file `s.problems` (those of `s.ops` when given); generation settings besides are a one-line error."
     fields = GsmEval.__dataclass_fields__
@@ -55,6 +57,7 @@ def _file_problems(s:GsmEval) -> list[dict]:
                            f"{', '.join(map(str, have[:12]))}{', ...' if len(have) > 12 else ''}); give some of them, or leave out --ops")
     return kept
 
+# %% ../../nbs/gsm/46_benchmark.ipynb #a6089bc8
 @dataclass(frozen=True)
 class GsmPlan(Plan):
     "`numcook eval gsm`'s settings read once: the problems of a file, or what to generate and its context in tokens."
@@ -62,6 +65,7 @@ class GsmPlan(Plan):
     config: GenerateConfig|None = None   # what to generate, otherwise
     context_tokens: int = 0              # the generated problems' target context
 
+# %% ../../nbs/gsm/46_benchmark.ipynb #9f2c3b83
 def gsm_plan(s:GsmEval) -> GsmPlan:
     "The plan of settings `s`: the problems file read (once) and checked, or the generation settings checked."
     if s.problems:
@@ -70,6 +74,7 @@ def gsm_plan(s:GsmEval) -> GsmPlan:
     cfg = _generate_config(s)
     return GsmPlan(s, config=cfg, context_tokens=_plan(cfg)[1])
 
+# %% ../../nbs/gsm/46_benchmark.ipynb #e39ee580
 def gsm_samples(plan:GsmPlan, tok, chat:bool) -> list[dict]:
     "The problems of `plan` (read, or generated; the first `limit`), each with its prompt as sent and gold answer."
     s, cfg = plan.settings, plan.config
@@ -80,6 +85,7 @@ def gsm_samples(plan:GsmPlan, tok, chat:bool) -> list[dict]:
              'max_new_tokens': s.max_new_tokens or GSM_BUDGET, **{k: p[k] for k in keep if k in p},
              'context': p.get('target_length', 0)} for p in problems]
 
+# %% ../../nbs/gsm/46_benchmark.ipynb #582a4c1a
 class GsmBenchmark(Benchmark):
     "GSM-Infinite (Zhou et al.): problems of a subset, mode, op count and context, scored by accuracy per op and AUC."
     name, title, settings, version = 'gsm', 'GSM-Infinite problems, accuracy per op and AUC', GsmEval, GENERATOR_VERSION

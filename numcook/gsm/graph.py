@@ -21,6 +21,7 @@ def eq_cost(op:str, n_operands:int) -> int:
     "Number of arithmetic operations an equation costs, whichever variable it is solved for."
     return n_operands - 1 if op == 'sum' else 1
 
+# %% ../../nbs/gsm/40_graph.ipynb #4e161294
 def eq_apply(op:str, xs:list[int], k:int=0) -> int:
     "The target value of equation `op` from operand values `xs` (and constant `k`)."
     if op == 'add': return xs[0] + k
@@ -31,7 +32,7 @@ def eq_apply(op:str, xs:list[int], k:int=0) -> int:
     if op == 'prod': return xs[0] * xs[1]
     raise ValueError(f"unknown op {op!r}")
 
-# %% ../../nbs/gsm/40_graph.ipynb #4e161294
+# %% ../../nbs/gsm/40_graph.ipynb #edf1a315
 @dataclass
 class Solved:
     "Result of `propagate`: the solving order, which equation determines each variable, closures as bitsets."
@@ -49,6 +50,7 @@ class Solved:
         "Whether the solution of `v` solves some equation for an operand (a reverse step)."
         return bool(self.closure[v] & self.inverse[v])
 
+# %% ../../nbs/gsm/40_graph.ipynb #3751bcad
 def propagate(n_vars:int, eqs:list[tuple], given:list[bool]) -> Solved|None:
     "Solve the system `eqs` (tuples `(target, op, operands, k)`) by single-unknown propagation; None if stuck."
     inc = [[] for _ in range(n_vars)]
@@ -85,7 +87,7 @@ def propagate(n_vars:int, eqs:list[tuple], given:list[bool]) -> Solved|None:
     if not (all(known) and all(used)): return None
     return Solved(order, via, closure, inverse, solves)
 
-# %% ../../nbs/gsm/40_graph.ipynb #36b2a028
+# %% ../../nbs/gsm/40_graph.ipynb #7a9e42d6
 def solution_eqs(v:int, solved:Solved, eqs:list[tuple]) -> list[int]:
     "Indices of the equations needed to determine variable `v`, in solving order."
     need, stack = set(), [v]
@@ -99,10 +101,12 @@ def solution_eqs(v:int, solved:Solved, eqs:list[tuple]) -> list[int]:
     pos = {u: i for i, u in enumerate(solved.order)}
     return sorted(need, key=lambda j: pos[solved.solves[j]])
 
+# %% ../../nbs/gsm/40_graph.ipynb #de51a99c
 def solved_var(j:int, solved:Solved, eqs:list[tuple]) -> int:
     "The variable that equation `j` determines."
     return solved.solves[j]
 
+# %% ../../nbs/gsm/40_graph.ipynb #eacb615b
 def step_expression(eq:tuple, u:int, values:list[int]) -> str:
     "Arithmetic (with numbers) that gives variable `u` from equation `eq`, e.g. `23 - 5 - 7`."
     t, op, xs, k = eq
@@ -120,7 +124,7 @@ def step_expression(eq:tuple, u:int, values:list[int]) -> str:
     if op == 'diff': return f'{T} + {others[0]}' if u == xs[0] else f'{others[0]} - {T}'
     raise ValueError(op)
 
-# %% ../../nbs/gsm/40_graph.ipynb #3751bcad
+# %% ../../nbs/gsm/40_graph.ipynb #a84d0724
 def graph_dict(names:list[str], values:list[int], eqs:list[tuple], given:list[bool], keep:list[int]|None=None) -> dict:
     "A JSON-ready columnar graph of the variables `keep` (default all): nodes (name, value, role), edges operand -> target."
     keep = range(len(names)) if keep is None else keep
@@ -130,6 +134,7 @@ def graph_dict(names:list[str], values:list[int], eqs:list[tuple], given:list[bo
                       'role': ['given' if given[v] else 'core' for v in keep]},
             'edges': {'src': [e[0] for e in edges], 'dst': [e[1] for e in edges], 'op': [e[2] for e in edges]}}
 
+# %% ../../nbs/gsm/40_graph.ipynb #79afa003
 def to_networkx(graph:dict):
     "A networkx DiGraph from a problem's `graph` dict, keyed by name (node attrs `value`, `role`; edge attr `op`)."
     import networkx as nx       # (here: importing it takes a third of `numcook.gsm`'s import time)
@@ -139,6 +144,7 @@ def to_networkx(graph:dict):
     g.add_edges_from((name[a], name[b], {'op': op}) for a, b, op in zip(edges['src'], edges['dst'], edges['op']))
     return g
 
+# %% ../../nbs/gsm/40_graph.ipynb #355be1c4
 def is_acyclic(graph:dict) -> bool:
     "Whether a problem graph has no cycle (no circular definition)."
     import networkx as nx  # deferred: networkx only where a graph is built
@@ -160,7 +166,7 @@ def draw_graph(graph:dict, ax=None, seed:int=0, font_size:float=8):
     ax.axis('off'); ax.margins(0.15)
     return ax
 
-# %% ../../nbs/gsm/40_graph.ipynb #63c2e7e4
+# %% ../../nbs/gsm/40_graph.ipynb #84b35c92
 _TOK = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
 
 _LONG = re.compile(r"[A-Za-z]{9,}")
@@ -169,10 +175,12 @@ def approx_tokens(text:str) -> int:
     "Built-in token count approximation: letter runs (+1 per 8 extra letters), digit triples, punctuation."
     return len(_TOK.findall(text)) + sum((len(w) - 1) // 8 for w in _LONG.findall(text))
 
+# %% ../../nbs/gsm/40_graph.ipynb #47b4ff67
 def num_tokens(n:int) -> int:
     "`approx_tokens` of a non-negative integer written in digits, without the regex: one per group of three."
     return (len(str(n)) + 2) // 3
 
+# %% ../../nbs/gsm/40_graph.ipynb #3e7fffd8
 class TokenCounter:
     "Counts tokens with a named tokenizer (local path or hub id), or with `approx_tokens` when `name` is None."
     def __init__(self, name:str|None=None):

@@ -26,10 +26,12 @@ def _capped(p):
     if c is None: c = _CAPPED[p] = p[0].upper() + p[1:]
     return c
 
+# %% ../../nbs/gsm/43_noise.ipynb #62be23d8
 _OP_NAMES = np.array(_REAL_OPS, dtype=object)
 _MEAN_TOKENS = {'medium': 22, 'hard': 24}   # rough tokens per noise sentence, to size layers
 _P_STATED = 0.35    # share of noise variables stated outright
 
+# %% ../../nbs/gsm/43_noise.ipynb #4fb26ad7
 class _Noise:
     "Realistic noise variables appended after a problem's quantities, with their sentences and token counts."
     def __init__(self, pr:RealProblem, rs:random.Random, counter:TokenCounter):

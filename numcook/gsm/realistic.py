@@ -25,6 +25,7 @@ _SECOND = ('Hollow', 'Meadow', 'Harbor', 'Ridge', 'Grove', 'Brook', 'Glen', 'Cre
            'Hill', 'Bay', 'Moor', 'Reach', 'Dell', 'Hearth', 'Spire', 'Fen', 'Heath', 'Knoll')
 PLACE_STEMS = tuple(f'{a} {b}' for a in _FIRST for b in _SECOND if a != b)  # invented two-word place names
 
+# %% ../../nbs/gsm/42_realistic.ipynb #226a1c83
 @dataclass(frozen=True)
 class Template:
     "Vocabulary and phrase patterns of one realistic template (entities: place > kind > lowest)."
@@ -36,6 +37,7 @@ class Template:
     a2_pat: str            # `A2`: total of the middle entity at a place
     a3_pat: str            # `A3`: total of the lowest entity at a place
 
+# %% ../../nbs/gsm/42_realistic.ipynb #841b7376
 TEMPLATES = {t.name: t for t in [
     Template('children-animal-zoo', 'Zoo',
              tuple(f'adult {a}' for a in ('lion', 'bear', 'tiger', 'zebra', 'giraffe', 'panda', 'camel', 'koala',
@@ -57,15 +59,18 @@ TEMPLATES = {t.name: t for t in [
              'the total number of movies at {place}', 'the total number of awards won by all movies at {place}'),
 ]}
 
+# %% ../../nbs/gsm/42_realistic.ipynb #c89f32d4
 def get_template(name:str) -> Template:
     "The realistic template called `name` (one-line error with the valid names otherwise)."
     if name not in TEMPLATES: raise did_you_mean(name, TEMPLATES, 'template')
     return TEMPLATES[name]
 
+# %% ../../nbs/gsm/42_realistic.ipynb #1f211ea4
 def place_name(tpl:Template, i:int) -> str:
     "The `i`-th invented place name of a template, e.g. `Velvet Hollow Zoo`."
     return f'{PLACE_STEMS[i]} {tpl.place_suffix}'
 
+# %% ../../nbs/gsm/42_realistic.ipynb #5bf71dfe
 def var_phrase(tpl:Template, meta:tuple) -> str:
     "The noun phrase of a quantity `(kind, place index, kind index)`."
     k, p, a = meta
@@ -75,6 +80,7 @@ def var_phrase(tpl:Template, meta:tuple) -> str:
     kind = tpl.kinds[a]
     return (tpl.n_pat if k == 'N' else tpl.c_pat).format(kind=kind, kinds=kind + 's', place=place)
 
+# %% ../../nbs/gsm/42_realistic.ipynb #e9d32a14
 _PHRASES = {}         # (template name, meta) -> phrase, shared by all problems
 _PHRASE_TOKENS = {}   # phrase -> its approx_tokens
 
@@ -84,13 +90,14 @@ def cached_phrase(tpl:Template, meta:tuple) -> str:
     if p is None: p = _PHRASES[tpl.name, meta] = var_phrase(tpl, meta)
     return p
 
+# %% ../../nbs/gsm/42_realistic.ipynb #1d296fa9
 def phrase_tokens(phrase:str) -> int:
     "`approx_tokens` of a noun phrase (counted once, then looked up)."
     t = _PHRASE_TOKENS.get(phrase)
     if t is None: t = _PHRASE_TOKENS[phrase] = approx_tokens(phrase)
     return t
 
-# %% ../../nbs/gsm/42_realistic.ipynb #226a1c83
+# %% ../../nbs/gsm/42_realistic.ipynb #4de3af01
 R_VMAX = 1000        # every quantity on the solution path stays in [1, R_VMAX]
 STATED = (1, 4)      # stated values
 PLUS_K = (1, 4)      # k in 'k plus ...'
@@ -99,16 +106,19 @@ IP_MAX = 20          # most (place, kind) pairs a structure has
 _OPMAX = {2: 3, 3: 4, 4: 4, 5: 6, 6: 6, 7: 10, 8: 10, 9: 10, 10: 15, 11: 15, 12: 20, 13: 20, 14: 20, 15: 20, 16: 25,
           17: 25, 18: 25, 19: 30, 20: 30}   # the public runs' --opmax per op (test_generate3.sh); beyond: 1.5 op
 
+# %% ../../nbs/gsm/42_realistic.ipynb #07258fd4
 MAX_OPS = {'medium': 60, 'hard': 85}   # the most operations a structure of at most IP_MAX pairs carries reliably (measured)
 
 def op_range(subset:str, mode:str='forward') -> tuple[int, int]:
     "The fewest and the most operations a `subset` ('medium' or 'hard') problem in `mode` can have."
     return (2 if mode == 'reverse' else 1), MAX_OPS[subset]
 
+# %% ../../nbs/gsm/42_realistic.ipynb #3b36031d
 def structure_scale(op:int) -> int:
     "The size parameter `s` of the structures of problems with `op` operations."
     return (_OPMAX.get(op, 3 if op < 2 else round(1.5 * op)) + 1) // 2
 
+# %% ../../nbs/gsm/42_realistic.ipynb #fc3f4568
 def _cumulative(w):
     "Cumulative shares of the weights `w` (for `_draw`)."
     tot, acc, out = sum(w), 0.0, []
@@ -122,6 +132,7 @@ def _draw(rnd, cum) -> int:
         if r < c: return i
     return len(cum) - 1
 
+# %% ../../nbs/gsm/42_realistic.ipynb #37c2cf98
 _WIDTHS = {}
 
 def draw_structure(rs, s:int, hard:bool, mode:str, cap:float=IP_MAX):
@@ -163,6 +174,7 @@ def draw_structure(rs, s:int, hard:bool, mode:str, cap:float=IP_MAX):
     if not all(kinds_at): return None
     return n_p, n_k, [(q, k) for q in range(n_p) for k in sorted(kinds_at[q])]
 
+# %% ../../nbs/gsm/42_realistic.ipynb #c2e41fdd
 class Params:
     "The quantities of a structure: counts `N` (in Hard averages `C`) per pair, then place totals `A2` (and `A3`)."
     def __init__(self, n_p:int, n_k:int, pairs:list, hard:bool):
@@ -178,7 +190,7 @@ class Params:
             self.comps += [tuple(x for i in a for x in (i, len(pairs) + i)) for a in at]
         self.n = len(self.meta)
 
-# %% ../../nbs/gsm/42_realistic.ipynb #841b7376
+# %% ../../nbs/gsm/42_realistic.ipynb #f405e30f
 SHAPES = ((None, 'given', 0), (None, 'copy', 1), ('plus', 'copy', 1), ('times', 'copy', 1), (None, 'sum', 2),
           (None, 'diff', 2), ('plus', 'sum', 2), ('times', 'sum', 2), ('plus', 'diff', 2), ('times', 'diff', 2),
           (None, 'sum', 3), ('plus', 'sum', 3), ('times', 'sum', 3), (None, 'sum', 4))   # (constant, form, operands)
@@ -190,6 +202,7 @@ def shape_cost(shape:tuple) -> int:
     "Operations a definition of `shape` counts: its inputs (a constant is one; a stated value is its one input)."
     return max(1, shape[2] + (shape[0] is not None))
 
+# %% ../../nbs/gsm/42_realistic.ipynb #28f4f43a
 _COST = [shape_cost(s) for s in SHAPES]
 _SHAPE_CUM = {k: _cumulative(w) for k, w in SHAPE_WEIGHTS.items()}
 _HEAVY_CUM = {k: _cumulative([x * c * c for x, c in zip(w, _COST)]) for k, w in SHAPE_WEIGHTS.items()}
@@ -201,6 +214,7 @@ def _bits(x):
         yield b.bit_length() - 1
         x ^= b
 
+# %% ../../nbs/gsm/42_realistic.ipynb #12e7142d
 class CoreBuilder:
     "Grows the solution graph of a question top down until its definitions count exactly `budget` operations."
     def __init__(self, rs, P:Params, budget:int, subset:str, p_reuse:float=0.5):
@@ -309,7 +323,7 @@ class CoreBuilder:
         while self.pending: self.define(self.pending.pop(int(rnd() * len(self.pending))))
         return self.R == 0 or self.upgrade()
 
-# %% ../../nbs/gsm/42_realistic.ipynb #c721df61
+# %% ../../nbs/gsm/42_realistic.ipynb #2db14663
 D_VMAX = 10 ** 6     # distractor values stay in [0, D_VMAX] (a definition that would leave it is stated instead)
 
 def apply_shape(shape:tuple, xs:list, k:int) -> int:
@@ -319,18 +333,21 @@ def apply_shape(shape:tuple, xs:list, k:int) -> int:
     v = xs[0] if base == 'copy' else (sum(xs) if base == 'sum' else xs[0] - xs[1])
     return v if pre is None else (k + v if pre == 'plus' else k * v)
 
+# %% ../../nbs/gsm/42_realistic.ipynb #fa7478c4
 def draw_constant(rnd, shape:tuple) -> int:
     "The stated value or the constant of a definition of `shape` (0 if it has none)."
     pre, base = shape[0], shape[1]
     lo, hi = STATED if base == 'given' else PLUS_K if pre == 'plus' else TIMES_K if pre == 'times' else (0, 0)
     return lo + int(rnd() * (hi - lo + 1))
 
+# %% ../../nbs/gsm/42_realistic.ipynb #11318afe
 def total_value(P:Params, u:int, val) -> int:
     "A place total from its components' values: their sum (`A2`), or the sum of count times average (`A3`)."
     c = P.comps[u]
     if P.meta[u][0] == 'A2': return sum([val[x] for x in c])
     return sum([val[c[i]] * val[c[i + 1]] for i in range(0, len(c), 2)])
 
+# %% ../../nbs/gsm/42_realistic.ipynb #0e8f7370
 def graph_values(rnd, P:Params, defs:dict, order:list):
     "Values of the solution graph in `order` and the constants drawn for it, or None if a value leaves the range."
     val, ks = {}, {}
@@ -345,6 +362,7 @@ def graph_values(rnd, P:Params, defs:dict, order:list):
         val[v] = x
     return val, ks
 
+# %% ../../nbs/gsm/42_realistic.ipynb #2c254a3e
 def distractors(rs, P:Params, defs:dict, val:dict) -> list[int]:
     "Define (in `defs`, `val`) every quantity outside the solution graph from earlier ones; return them in order."
     rnd = rs.random
@@ -379,7 +397,7 @@ def distractors(rs, P:Params, defs:dict, val:dict) -> list[int]:
             if not waiting[u]: val[u] = total_value(P, u, val); defined.append(u); del waiting[u]
     return todo
 
-# %% ../../nbs/gsm/42_realistic.ipynb #2ceaea8b
+# %% ../../nbs/gsm/42_realistic.ipynb #b6892a92
 def _padd(a, b):
     if len(a) < len(b): a, b = b, a
     return [x + (b[i] if i < len(b) else 0) for i, x in enumerate(a)]
@@ -391,6 +409,7 @@ def _pmul(a, b):
             for j, y in enumerate(b): out[i + j] += x * y
     return out
 
+# %% ../../nbs/gsm/42_realistic.ipynb #11c41223
 def polynomials(meta:list, comps:list, defs:dict, order:list, hidden:int) -> dict:
     "Every quantity of the solution graph as a polynomial (coefficients by degree) in the value of `hidden`."
     poly = {}
@@ -415,19 +434,22 @@ def polynomials(meta:list, comps:list, defs:dict, order:list, hidden:int) -> dic
         poly[v] = acc
     return poly
 
+# %% ../../nbs/gsm/42_realistic.ipynb #0e633b38
 def single_solution(p:list) -> bool:
     "Whether `p(x) = c` has exactly one positive solution for every value `c` that `p` takes at some `x > 0`."
     while len(p) > 1 and p[-1] == 0: p = p[:-1]
     if len(p) < 2: return False
     return p[1] != 0 if len(p) == 2 else all(c >= 0 for c in p[1:])
 
-# %% ../../nbs/gsm/42_realistic.ipynb #11719652
+# %% ../../nbs/gsm/42_realistic.ipynb #d9b7fb9e
 PAIR_CAP = {   # per subset and mode: op -> cap on the (place, kind) pairs drawn (calibrated, see above)
     ('medium', 'forward'): {2: 5.9, 3: 5.6, 4: 6.2, 5: 6.2, 6: 20, 7: 8.6, 8: 16.3, 9: 9.8, 10: 5.0, 11: 6.5, 12: 5.0, 13: 6.8, 14: 7.4, 15: 10.9, 16: 6.2, 17: 8.0, 18: 8.3, 19: 6.2, 20: 8.0},
     ('medium', 'reverse'): {2: 2.3, 3: 4.4, 4: 5.6, 5: 5.3, 6: 20, 7: 20, 8: 8.3, 9: 8.6, 10: 6.8, 11: 9.2, 12: 4.7, 13: 5.0, 14: 6.5, 15: 10.1, 16: 5.6, 17: 6.5, 18: 7.4, 19: 6.2, 20: 8.0},
     ('hard', 'forward'): {2: 20, 3: 20, 4: 7.7, 5: 20, 6: 11.8, 7: 10.4, 8: 13.0, 9: 13.0, 10: 9.5, 11: 12.7, 12: 11.8, 13: 11.2, 14: 20, 15: 20, 16: 11.2, 17: 11.5, 18: 20, 19: 13.9, 20: 14.8},
     ('hard', 'reverse'): {2: 6.5, 3: 5.9, 4: 5.3, 5: 20, 6: 6.5, 7: 20, 8: 6.8, 9: 6.8, 10: 10.6, 11: 12.7, 12: 20, 13: 20, 14: 20, 15: 13.3, 16: 20, 17: 20, 18: 20, 19: 12.1, 20: 20},
 }
+
+# %% ../../nbs/gsm/42_realistic.ipynb #7aed6e82
 KINDS = ('N', 'C', 'A2', 'A3')
 QUERY_SHARES = {   # per subset and mode: op -> shares of KINDS (the public problems', see above)
     ('medium', 'forward'): {2: (0, 0, 1, 0), 3: (.52, 0, .48, 0), 4: (.04, 0, .96, 0), 5: (.08, 0, .92, 0), 6: (.32, 0, .68, 0), 7: (.36, 0, .64, 0), 8: (.31, 0, .69, 0), 9: (.21, 0, .79, 0), 10: (.01, 0, .99, 0), 11: (.15, 0, .85, 0), 12: (0, 0, 1, 0), 13: (.17, 0, .83, 0), 14: (.2, 0, .8, 0), 15: (.38, 0, .62, 0), 16: (.08, 0, .92, 0), 17: (.13, 0, .87, 0), 18: (.15, 0, .85, 0), 19: (.04, 0, .96, 0), 20: (.11, 0, .89, 0)},
@@ -436,11 +458,12 @@ QUERY_SHARES = {   # per subset and mode: op -> shares of KINDS (the public prob
     ('hard', 'reverse'): {2: (.24, .72, .04, 0), 3: (.16, .68, .16, 0), 4: (0, 0, 1, 0), 5: (0, .4, .6, 0), 6: (0, .04, .96, 0), 7: (.06, .42, .53, 0), 8: (0, .08, .79, .13), 9: (0, .16, .84, 0), 10: (.07, .14, .36, .43), 11: (0, .08, .24, .68), 12: (.04, .28, .24, .44), 13: (.08, .08, .15, .69), 14: (.08, .1, .21, .62), 15: (0, 0, .32, .68), 16: (.03, .03, .28, .66), 17: (.04, .08, .24, .64), 18: (0, .03, .18, .79), 19: (.03, .03, .17, .77), 20: (.04, .04, .12, .8)},
 }
 
+# %% ../../nbs/gsm/42_realistic.ipynb #9119cfa4
 def _at_op(table:dict, op:int):
     "A per-op entry, the nearest op's outside the table's range."
     return table[min(max(op, min(table)), max(table))]
 
-# %% ../../nbs/gsm/42_realistic.ipynb #1d296fa9
+# %% ../../nbs/gsm/42_realistic.ipynb #4ad49567
 @dataclass
 class RealProblem:
     "A Medium or Hard problem before noise: every quantity, its definition and value, the solution graph, the question."
@@ -458,6 +481,7 @@ class RealProblem:
     query: int        # the quantity the question asks for
     revealed: int|None = None   # reverse: the quantity whose value is stated
 
+# %% ../../nbs/gsm/42_realistic.ipynb #56c0b160
 _MAX_TRIES = 2000
 _MIN_OPS = {'N': 1, 'C': 1, 'A2': 2, 'A3': 4}    # the cheapest question of each kind (a total of one kind)
 
@@ -506,7 +530,7 @@ def realistic_problem(rs:random.Random, subset:str, template:str, op:int, mode:s
                            val, defs, order, q, revealed)
     raise NumcookError(f'no {subset} {mode} problem with {op} operations after {_MAX_TRIES} attempts; try fewer --ops')
 
-# %% ../../nbs/gsm/42_realistic.ipynb #787c1fe3
+# %% ../../nbs/gsm/42_realistic.ipynb #a4889e07
 def _cap(s): return s[0].upper() + s[1:]
 
 def _rhs(names, shape, ops, k) -> str:
@@ -520,6 +544,7 @@ def _rhs(names, shape, ops, k) -> str:
     else: inner = 'the sum of ' + ', '.join(a[:-1]) + ', and ' + a[-1]
     return inner if pre is None else f'{k} {pre} {inner}'
 
+# %% ../../nbs/gsm/42_realistic.ipynb #7ba4f853
 def realistic_sentences(pr:RealProblem) -> tuple[list[str], int]:
     "One sentence per quantity of the structure (reverse: and the stated value), and their total `approx_tokens`."
     names, defs, hidden = pr.names, pr.defs, pr.query if pr.revealed is not None else None
@@ -533,6 +558,7 @@ def realistic_sentences(pr:RealProblem) -> tuple[list[str], int]:
     if hidden is not None: out.append(f'{_cap(names[pr.revealed])} equals {pr.values[pr.revealed]}.')
     return out, approx_tokens(' '.join(out))
 
+# %% ../../nbs/gsm/42_realistic.ipynb #d5ab5af0
 def realistic_question(pr:RealProblem) -> str:
     "The question: 'How many ... does ... have?' for a count, 'What is ...?' otherwise."
     kind, p, a = pr.meta[pr.query]
@@ -540,6 +566,7 @@ def realistic_question(pr:RealProblem) -> str:
     tpl = TEMPLATES[pr.template]
     return f'Question: How many {tpl.kinds[a]}s does {place_name(tpl, p)} have?'
 
+# %% ../../nbs/gsm/42_realistic.ipynb #7d2acf48
 def _poly_str(p:list) -> str:
     "A polynomial in `x`, e.g. `3*x^2 + x - 4`."
     terms = []
@@ -552,6 +579,7 @@ def _poly_str(p:list) -> str:
     s = ' '.join(f'{sg} {t}' for sg, t in terms)
     return s[2:] if s[0] == '+' else '-' + s[2:]
 
+# %% ../../nbs/gsm/42_realistic.ipynb #5f8d7820
 def _step(pr:RealProblem, v:int, show) -> str:
     "The arithmetic of `v`'s definition with its operands written by `show` (in parentheses where needed)."
     w = lambda x: s if ' ' not in (s := show(x)) else f'({s})'
@@ -566,6 +594,7 @@ def _step(pr:RealProblem, v:int, show) -> str:
     if pre is None: return inner
     return f'{k} {"+" if pre == "plus" else "*"} {inner if base == "copy" else f"({inner})"}'
 
+# %% ../../nbs/gsm/42_realistic.ipynb #e6346ce5
 def realistic_solution(pr:RealProblem) -> str:
     "A step-by-step solution in solving order (reverse: every step as a polynomial in the unknown), then the answer."
     names, val, lines = pr.names, pr.values, []
@@ -586,11 +615,12 @@ def realistic_solution(pr:RealProblem) -> str:
     lines.append(f'Answer: {val[pr.query]}')
     return '\n'.join(lines)
 
-# %% ../../nbs/gsm/42_realistic.ipynb #f12fd186
+# %% ../../nbs/gsm/42_realistic.ipynb #255de3a5
 def _form(shape) -> str:
     pre, base, n = shape
     return base if pre is None else (pre if base == 'copy' else f'{pre} {base}')
 
+# %% ../../nbs/gsm/42_realistic.ipynb #a99a935b
 def realistic_graph(pr:RealProblem) -> dict:
     "The JSON-ready columnar graph of a problem: nodes (name, value, role) and edges operand -> target (with the form)."
     core, n_inst = set(pr.order), pr.n_inst

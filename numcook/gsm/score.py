@@ -25,6 +25,7 @@ def _tail(reply:str, pat:re.Pattern) -> str|None:
         if pat.search(line): return line
     return None
 
+# %% ../../nbs/gsm/44_score.ipynb #b38326e3
 def parse_reply(reply:str, subset:str):
     "The answer in a model reply: an int (Medium/Hard), a sorted list of variable names (Symbolic), or None."
     if subset == 'symbolic':
@@ -35,13 +36,14 @@ def parse_reply(reply:str, subset:str):
     m = _INT.search(tail or '')
     return int(m.group().replace(',', '')) if m else None
 
+# %% ../../nbs/gsm/44_score.ipynb #6c90324e
 def is_correct(pred, answer) -> bool:
     "Whether an extracted prediction equals the reference answer (sets compared as sets)."
     if pred is None: return False
     if isinstance(answer, list): return set(pred) == set(answer) if isinstance(pred, list) else False
     return pred == answer
 
-# %% ../../nbs/gsm/44_score.ipynb #b38326e3
+# %% ../../nbs/gsm/44_score.ipynb #ef9ecf0b
 def accuracy_by_op(records:list[dict], by:tuple=('subset',)):
     "Accuracy per op (and per the `by` fields) from records with `op` and `correct`, as a DataFrame."
     import pandas as pd  # deferred: pandas only where a table is built
@@ -51,7 +53,7 @@ def accuracy_by_op(records:list[dict], by:tuple=('subset',)):
     g = df.groupby(keys, sort=True)['correct']
     return g.agg(n='size', correct='sum', accuracy='mean').reset_index()
 
-# %% ../../nbs/gsm/44_score.ipynb #69801a43
+# %% ../../nbs/gsm/44_score.ipynb #8ccc5b3f
 def gsm_auc(ops, accs, start:int=2, floor:float=0.05, percent:bool=True) -> float:
     "Left Riemann sum of accuracy over op from `start` until accuracy first drops below `floor`."
     pts = sorted((int(o), float(a)) for o, a in zip(ops, accs) if o >= start)
@@ -63,12 +65,13 @@ def gsm_auc(ops, accs, start:int=2, floor:float=0.05, percent:bool=True) -> floa
         area += a * w
     return area * (100 if percent else 1)
 
+# %% ../../nbs/gsm/44_score.ipynb #41c2a565
 def average_score(aucs:dict) -> float:
     "The paper's averaged score: the mean AUC over subsets (Symbolic, Medium, Hard)."
     if not aucs: raise NumcookError('no AUCs to average')
     return float(np.mean(list(aucs.values())))
 
-# %% ../../nbs/gsm/44_score.ipynb #3935cc54
+# %% ../../nbs/gsm/44_score.ipynb #b14eef32
 @dataclass
 class SigmoidFit:
     "A fitted sigmoid decay of accuracy versus op."
@@ -80,6 +83,7 @@ class SigmoidFit:
         "Predicted accuracy at `op`."
         return self.top / (1 + np.exp((np.asarray(op, float) - self.mid) / self.scale))
 
+# %% ../../nbs/gsm/44_score.ipynb #611f5adc
 def sigmoid_fit(ops, accs) -> SigmoidFit:
     "Least-squares sigmoid fit of accuracy versus op, with R²."
     from scipy.optimize import curve_fit  # deferred: scipy only for a fit
@@ -111,7 +115,7 @@ def auc_table(acc, by:tuple=('subset',)):
         rows.append(row)
     return pd.DataFrame(rows)
 
-# %% ../../nbs/gsm/44_score.ipynb #5b0c239c
+# %% ../../nbs/gsm/44_score.ipynb #bfa151d0
 def gsm_prompt(p:dict) -> str:
     "The prompt for problem record `p`: context, question, and the expected answer format."
     if p['subset'] == 'symbolic':
@@ -121,6 +125,7 @@ def gsm_prompt(p:dict) -> str:
                "End your reply with 'Answer: ' followed by the number.")
     return f"Problem: {p['problem']}\n{p['question']}\n{fmt}\nSolution:"
 
+# %% ../../nbs/gsm/44_score.ipynb #504ee52b
 def score_reply(p:dict, reply:str|None) -> dict:
     "The score of a model's `reply` to problem `p`: prediction, gold, correct, and the problem's subset, mode, template, op and context."
     gold = p['gold'] if 'gold' in p else p['answer']
