@@ -41,13 +41,14 @@ def answer_representation(rec:dict) -> str|None:
     t = TASKS.get(rec['task']) if rec['task'] in TASKS else None
     return t.answer_representation if t is not None else None
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #6fbbb556
 def score_output(r:dict, text:str, fmt:NumberFormat|None=None) -> dict:
     "The model's output `text` for record `r`, the answer read from it, whether it is right, and its metrics against the gold answer (`r['gold']`, else `r['answer']`)."
     gold = r['gold'] if 'gold' in r else r['answer']
     m = item_metrics(text, str(gold), answer_representation(r), decode=(fmt or NumberFormat()).decode)
     return {'output': text, 'prediction': m.pop('extracted'), 'correct': m['exact_match'] == 1, **m, 'dlength': float(m['dlength'])}
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #6fbbb556
+# %% ../../nbs/nupa/25_evaluate.ipynb #59e741f4
 def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, prompt_style:str='prompt',
              sampling:str='greedy', batch_size:int=64, max_new_tokens:int|None=None, seed:int=0,
              out:str|Path|None=None, show_progress:bool=False) -> list[dict]:
@@ -70,6 +71,7 @@ def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, pro
     finally:
         if log is not None: log.close()
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #98f22b8a
 def summarize(results:Sequence[dict], by:Sequence[str]=('task', 'length')) -> list[dict]:
     "Mean exact match, digit match and dlength per group of `by` keys (with the group size)."
     groups = {}
@@ -81,7 +83,7 @@ def summarize(results:Sequence[dict], by:Sequence[str]=('task', 'length')) -> li
         rows.append(row)
     return rows
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #249524ca
+# %% ../../nbs/nupa/25_evaluate.ipynb #603fb989
 def length_callback(tok, records:Sequence[dict], fmt:NumberFormat|None=None, prompt_style:str='prompt',
                     batch_size:int=64, max_new_tokens:int|None=None) -> Callable:
     "A training callback `(step, model) -> {'exact_match@L': ..., 'digit_match@L': ..., 'dlength@L': ...}` on `records`."
@@ -93,6 +95,7 @@ def length_callback(tok, records:Sequence[dict], fmt:NumberFormat|None=None, pro
         return out
     return cb
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #9b97d6eb
 def curve_rows(history:Sequence[dict], **labels) -> list[dict]:
     "One row per (logged step, test length) with the metrics a `length_callback` logged, plus `labels`."
     rows = {}
@@ -103,7 +106,7 @@ def curve_rows(history:Sequence[dict], **labels) -> list[dict]:
             rows.setdefault((h['step'], int(L)), {**labels, 'step': h['step'], 'samples': h['samples'], 'length': int(L)})[m] = v
     return [rows[k] for k in sorted(rows)]
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #98f22b8a
+# %% ../../nbs/nupa/25_evaluate.ipynb #c691873b
 def longest_trained(train_lengths:str, test_lengths:str, where:str='') -> int:
     "The longest of `train_lengths`, after checking that `test_lengths` has a length past it (a one-line error naming `where` otherwise)."
     D, tests = max(parse_range(train_lengths)), parse_range(test_lengths)
@@ -112,7 +115,7 @@ def longest_trained(train_lengths:str, test_lengths:str, where:str='') -> int:
                            f"the experiment compares lengths out of domain; give test lengths above {D}, like {min(tests)}-{D + 2}")
     return D
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #603fb989
+# %% ../../nbs/nupa/25_evaluate.ipynb #e781c3c9
 @dataclass
 class Experiment:
     "One training run and its evaluation, as `run_experiments` runs it."
@@ -133,9 +136,7 @@ class Experiment:
         total = self.cfg.steps or math.ceil(len(self.pairs) / self.cfg.batch_size)
         return tuple(sorted({*range(self.cfg.log_every, total + 1, self.cfg.log_every), total}))
 
-
-
-# %% ../../nbs/nupa/25_evaluate.ipynb #9b97d6eb
+# %% ../../nbs/nupa/25_evaluate.ipynb #357e6742
 CACHE_VERSION = 1   # bumped when a cache entry's layout changes
 _LEARNING_CODE = ('numcook.nupa.train', 'numcook.lm.models', 'numcook.lm.tokenizers', 'numcook.nupa.formats', 'numcook.core.seeds')
 
@@ -145,6 +146,7 @@ def _learning_code() -> dict:
     out = {m: code_sha256(importlib.import_module(m).__file__) for m in _LEARNING_CODE}
     return out | {lib: importlib.metadata.version(lib) for lib in ('torch', 'transformers')}
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #d47afb8e
 def run_key(exp:Experiment) -> dict:
     "Everything that decides the weights an experiment's training ends with: learning settings, data, code, device kind."
     cfg = {k: v for k, v in dataclasses.asdict(exp.cfg).items() if k not in _RUN_FREE}
@@ -152,10 +154,12 @@ def run_key(exp:Experiment) -> dict:
     return {'version': CACHE_VERSION, 'config': cfg, 'pairs_sha256': data, 'pairs': len(exp.pairs),
             'code': _learning_code(), 'device_type': pick_device(exp.cfg.device).type, 'numerics': numerics()}
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #580a0aba
 def run_digest(key:dict) -> str:
     "The cache folder name of a run key: a SHA-256 of its canonical JSON."
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #5d2cac5b
 def _entry_ready(entry:Path, key:dict, snapshots:Sequence[int]) -> bool:
     "Whether `entry` holds a finished run of `key` with the weights of every step in `snapshots`."
     try: run = json.loads((entry / 'run.json').read_text())
@@ -164,7 +168,7 @@ def _entry_ready(entry:Path, key:dict, snapshots:Sequence[int]) -> bool:
 
 
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #9cdd8ebe
+# %% ../../nbs/nupa/25_evaluate.ipynb #09b6d367
 def train_cached(exp:Experiment, cache:str|Path) -> tuple[Path, float|None]:
     "The cache entry of `exp`'s training run (final model, weights at the curve's steps, history) and the seconds it took to train now (None: found there)."
     key = run_key(exp); steps = exp.snapshot_steps
@@ -180,13 +184,14 @@ def train_cached(exp:Experiment, cache:str|Path) -> tuple[Path, float|None]:
     made = build_once(entry, lambda: _entry_ready(entry, key, steps), build)
     return entry, (time.perf_counter() - t0 if made else None)
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #511188eb
 def cached_run(entry:str|Path) -> dict:
     "A cache entry's `run.json`: its key, snapshot steps and training history."
     return json.loads((Path(entry) / 'run.json').read_text())
 
 
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #c691873b
+# %% ../../nbs/nupa/25_evaluate.ipynb #31885cfa
 def _score(model, tok, exp:Experiment) -> list[dict]:
     return evaluate(model, tok, exp.tests, exp.cfg.number_format, exp.prompt_style, batch_size=exp.eval_batch_size,
                     max_new_tokens=exp.max_new_tokens)
@@ -209,6 +214,7 @@ def run_experiment(exp:Experiment, cache:str|Path) -> dict:
             'cost': {'steps': last['step'], 'samples': last['samples'], 'tokens': last['tokens']},
             'cached': train_s is None, 'seconds': {'train': train_s or 0.0, 'eval': time.perf_counter() - t1}}
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #b35413ba
 def _worker_init(threads:int):
     quiet_worker()                        # (Ctrl-C and a killed parent: no traceback from every worker)
     os.environ['NUMCOOK_PROGRESS'] = '0'  # one bar in the parent, none per run
@@ -224,6 +230,7 @@ def _map(fn, items:list, workers:int, threads:int, desc:str) -> list:
     with ProcessPoolExecutor(min(workers, len(items)), mp_context=ctx, initializer=_worker_init, initargs=(threads,)) as pool:
         return list(progress(pool.map(fn, items), total=len(items), desc=desc, unit='run'))
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #47e89d6e
 def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1, cache:str|Path|None=None) -> list[dict]:
     "`run_experiment` on every experiment, in `workers` processes of `threads` torch threads; runs kept in `cache` (None: for this call only)."
     exps = list(exps)
@@ -240,6 +247,7 @@ def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1, cac
         r['cached'], r['seconds']['train'] = trained[d][1] is None, trained[d][1] or 0.0
     return results
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #b1d86eac
 def experiment_timings(results:Sequence[dict], total:float):
     "Wall-clock seconds of every run (0 when its training came from the cache) and of the whole job (`total`): the one table of a notebook that differs between runs."
     import pandas as pd  # deferred: pandas only where a table is built
@@ -247,13 +255,14 @@ def experiment_timings(results:Sequence[dict], total:float):
             for r in results]
     return pd.DataFrame(rows + [{'total_s': round(total, 1)}])
 
+# %% ../../nbs/nupa/25_evaluate.ipynb #9ceee752
 def training_cost(results:Sequence[dict]) -> list[dict]:
     "Steps, samples and (non-padding) tokens each run trained on, with its labels: what a figure's config records."
     return [{**r['labels'], **r['cost']} for r in results]
 
 
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #357e6742
+# %% ../../nbs/nupa/25_evaluate.ipynb #9bda74fa
 def over_seeds(rows, by:Sequence[str], metrics:Sequence[str]=('exact_match', 'digit_match', 'dlength')):
     "Mean, standard error and number of seeds of per-seed `rows` (records or a DataFrame), one row per `by` group."
     import pandas as pd  # deferred: pandas only where a table is built

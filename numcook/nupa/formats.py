@@ -16,6 +16,7 @@ REVERSE_MODES = ('none', 'total', 'int', 'dec', 'each')  # what to reverse: noth
 _NUMBER = re.compile(r'\d+(?:\.\d+)?')
 _HINTED = re.compile(r'[a-zA-Z](?=\d)')
 
+# %% ../../nbs/nupa/23_formats.ipynb #fb88498c
 @dataclass(frozen=True)
 class NumberFormat:
     "How numbers are written in training and test text: reversal, zero padding, index hints."

@@ -30,12 +30,14 @@ PROMPT_STYLES = {  # style -> what `make_prompt` gives a model
 }
 OPERATORS = {'add': '+', 'sub': '-', 'multiply': '*', 'truediv': '/', 'floordiv': '//', 'mod': '%'}  # signs of compact prompts
 
+# %% ../../nbs/nupa/21b_scoring.ipynb #65ad010c
 def check_prompt_style(style:str, text:bool=False) -> str:
     "`style` if it is a key of PROMPT_STYLES (one whose prompt is a single string, if `text`); else a did-you-mean error."
     names = [k for k in PROMPT_STYLES if not (text and k == 'chat')]
     if style not in names: raise did_you_mean(style, names, 'prompt style')
     return style
 
+# %% ../../nbs/nupa/21b_scoring.ipynb #f5b6afbd
 def compact_prompt(rec:dict) -> str:
     "A short prompt for a NUPA record: '12+34=' for arithmetic, 'max 12 34=' for the other kinds."
     kind = rec.get('kind') or rec['task'].split('_')[0]
@@ -43,6 +45,7 @@ def compact_prompt(rec:dict) -> str:
     if kind in OPERATORS and b is not None: return f"{a}{OPERATORS[kind]}{b}="
     return f"{kind} {a}{'' if b is None else ' ' + str(b)}="
 
+# %% ../../nbs/nupa/21b_scoring.ipynb #9fcf04e2
 def make_prompt(record:dict, # a NUPA item (needs 'task' and 'question'; 'compact' needs 'a' and 'b')
                 style:str='completion', # a key of PROMPT_STYLES
                ):
@@ -56,7 +59,7 @@ def make_prompt(record:dict, # a NUPA item (needs 'task' and 'question'; 'compac
     return [{'role': 'system', 'content': SYSTEM_PROMPT.format(regex=ANSWER_REGEX[rep])},
             {'role': 'user', 'content': text}]
 
-# %% ../../nbs/nupa/21b_scoring.ipynb #65ad010c
+# %% ../../nbs/nupa/21b_scoring.ipynb #fbe5fa20
 def score_items(records:Iterable[dict], # NUPA items with the model's generation under `prediction_key`
                 prediction_key:str='prediction', # the field holding the generation
                ):
@@ -74,6 +77,7 @@ def score_items(records:Iterable[dict], # NUPA items with the model's generation
     cols = ['id', 'task', 'length', 'range', 'answer', 'extracted', *METRICS, 'malformed']
     return pd.DataFrame(rows, columns=cols)
 
+# %% ../../nbs/nupa/21b_scoring.ipynb #52a87327
 def _items(records_or_df):
     import pandas as pd  # deferred: pandas only where a table is built
     return records_or_df if isinstance(records_or_df, pd.DataFrame) else score_items(records_or_df)
@@ -92,6 +96,7 @@ def score(records_or_items):
     table = table.sort_values(['_t', '_r']).drop(columns=['_t', '_r']).reset_index(drop=True)
     return table[['task', 'range', 'n_items', *METRICS]]
 
+# %% ../../nbs/nupa/21b_scoring.ipynb #c44fcac0
 def digit_limits(records_or_items):
     "Well-learned / performance-preserving digits of every task and metric."
     import pandas as pd  # deferred: pandas only where a table is built
@@ -106,7 +111,7 @@ def digit_limits(records_or_items):
         rows.append(row)
     return pd.DataFrame(rows)
 
-# %% ../../nbs/nupa/21b_scoring.ipynb #8ff3df56
+# %% ../../nbs/nupa/21b_scoring.ipynb #e21af771
 _ITEM_FIELDS = {'task': str, 'length': int, 'answer': str}   # what scoring needs of an item (an integer gold is read as its digits)
 
 def _item_problem(obj:dict) -> str|None:
@@ -121,6 +126,7 @@ def _item_problem(obj:dict) -> str|None:
     except NumcookError: return f"unknown task {obj['task']!r}"
     return None
 
+# %% ../../nbs/nupa/21b_scoring.ipynb #b9f620e9
 def read_predictions(path:str|Path, test:str|Path|None=None) -> tuple[list[dict], list[str]]:
     "Records with predictions from a JSON Lines file (joined by id to `test` items if given), and a list of problems found; a repeated id is refused."
     path = check_input(path, 'predictions')       # a regular file: a folder, a FIFO or /dev/zero is refused with what it is
@@ -165,6 +171,7 @@ def read_predictions(path:str|Path, test:str|Path|None=None) -> tuple[list[dict]
             if test is None: problems.append(f"item {r.get('id')}: no prediction; scored as an empty answer")
     return recs, problems
 
+# %% ../../nbs/nupa/21b_scoring.ipynb #15536f12
 def score_file(path:str|Path, # JSON Lines of items with predictions (or just id and prediction, with `test`)
                test:str|Path|None=None, # the generated items, joined to the predictions by id
               ):
@@ -178,7 +185,7 @@ def score_file(path:str|Path, # JSON Lines of items with predictions (or just id
     if problems: report += ':\n  ' + '\n  '.join(problems[:20]) + (f"\n  ... {len(problems) - 20} more" if len(problems) > 20 else '')
     return score(items), digit_limits(items), report
 
-# %% ../../nbs/nupa/21b_scoring.ipynb #fbe5fa20
+# %% ../../nbs/nupa/21b_scoring.ipynb #0e29ec51
 @dataclass(kw_only=True)
 class NupaScore:
     "Settings of `numcook nupa score`."
@@ -186,6 +193,7 @@ class NupaScore:
     test: str|None = None                 # the generated items, when predictions carry only id and prediction
     out: str|None = None                  # CSV file for the per-task, per-range table
 
+# %% ../../nbs/nupa/21b_scoring.ipynb #0ef10932
 def score_command(s:NupaScore) -> int:
     "`numcook nupa score`: print (and write) the NUPA metrics of a predictions file."
     if s.out: check_not_input(s.out, s.predictions, s.test)

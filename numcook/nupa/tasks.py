@@ -28,6 +28,8 @@ KIND_TITLES = {'add': 'Add', 'sub': 'Sub', 'multiply': 'Multiply', 'truediv': 'T
                'mod': 'Mod', 'max': 'Max', 'min': 'Min', 'digit_max': 'Digit Max', 'digit_min': 'Digit Min',
                'digit_add': 'Digit Add', 'get_digit': 'Get Digit', 'length': 'Length', 'count': 'Count',
                'to_float': 'To Float', 'to_scientific': 'To Scient', 'sig_fig': 'Sig. Fig.'}
+
+# %% ../../nbs/nupa/21_tasks.ipynb #79a624bc
 NOT_INCLUDED = {  # Table 1's cells outside the 41: 'X' too complex, 'O' adaptable from an included task, '-' not applicable
     ('to_float', 'integer'): '-',
     ('truediv', 'float'): 'X', ('floordiv', 'float'): '-', ('mod', 'float'): '-', ('count', 'float'): 'O',
@@ -39,6 +41,8 @@ NOT_INCLUDED = {  # Table 1's cells outside the 41: 'X' too complex, 'O' adaptab
                                          'to_scientific')},
     ('count', 'scientific'): 'O', ('sig_fig', 'scientific'): 'O',
 }
+
+# %% ../../nbs/nupa/21_tasks.ipynb #c9f30659
 HARD = {  # Table 6: the tasks tested on 1-20 digits; every other included task is easy (1-100 digits)
     **{(k, 'integer'): True for k in ('add', 'sub', 'multiply', 'truediv', 'floordiv', 'mod')},
     **{(k, 'float'): True for k in ('add', 'sub', 'multiply')},
@@ -48,7 +52,7 @@ HARD = {  # Table 6: the tasks tested on 1-20 digits; every other included task 
 MAX_DIGITS = {'hard': 20, 'easy': 100}  # A.1.6: the longest length tested
 MAX_LENGTH = 1000  # the longest length `generate` accepts at all
 
-# %% ../../nbs/nupa/21_tasks.ipynb #79a624bc
+# %% ../../nbs/nupa/21_tasks.ipynb #2cce3864
 TASK_PROMPTS = {  # A.2's task prompts; {a} and {b} are the numbers
     'add': 'Add two numbers: {a} + {b} =',
     'sub': 'Subtract two numbers: {a} - {b} =',
@@ -71,6 +75,8 @@ TASK_PROMPTS = {  # A.2's task prompts; {a} and {b} are the numbers
     'to_scientific': 'Convert the number to scientific notation: {a} =',
     'sig_fig': 'Convert the number to scientific notation: {a} and keep significant figures as {b} =',
 }
+
+# %% ../../nbs/nupa/21_tasks.ipynb #270c7bd1
 FORMAT_PROMPTS = {  # A.2's format prompts, by the representation of the answer
     'integer': 'Directly return the answer as an integer without any comma separator, like 123.',
     'float': 'Directly return the answer as a float without any comma separator, like 10.4.',
@@ -81,7 +87,7 @@ FORMAT_PROMPTS = {  # A.2's format prompts, by the representation of the answer
 SYSTEM_PROMPT = ('You are a capable math assistant. Return your solution without any process in the format: '
                  'The answer is [YOUR ANSWER]. The final answer must strictly match the format {regex}.')
 
-# %% ../../nbs/nupa/21_tasks.ipynb #492fb4d6
+# %% ../../nbs/nupa/21_tasks.ipynb #a8f70bce
 def _dec(s:str) -> tuple[int, int]:
     "A float's text as `(m, k)`: the value m / 10**k."
     ip, _, dp = s.partition('.')
@@ -93,12 +99,14 @@ def _sci(s:str) -> tuple[int, int]:
     m, k = _dec(sig); k -= int(e)
     return (m * 10 ** -k, 0) if k < 0 else (m, k)
 
+# %% ../../nbs/nupa/21_tasks.ipynb #fc22d686
 def _align(x:tuple[int, int], y:tuple[int, int]) -> tuple[int, int, int]:
     "Bring two scaled values to a common scale: `(mx, my, k)`."
     (mx, kx), (my, ky) = x, y
     k = max(kx, ky)
     return mx * 10 ** (k - kx), my * 10 ** (k - ky), k
 
+# %% ../../nbs/nupa/21_tasks.ipynb #1ff5decf
 def _frac(s:str) -> Q:
     n, _, d = s.strip('()').partition('/')
     return Q(int(n), int(d))
@@ -115,6 +123,7 @@ def _lowest(n:int, d:int) -> str:
     g = math.gcd(n, d)
     return f"{n // g}/{d // g}"
 
+# %% ../../nbs/nupa/21_tasks.ipynb #1fbf5997
 # the gold answer of a two-fraction task from the integers (na, da, nb, db), denominators positive: cross-multiplied,
 # reduced once; for max and min, whether it is a
 _FRACTION_GOLD = {'add': lambda na, da, nb, db: _lowest(na * db + nb * da, da * db),
@@ -124,6 +133,7 @@ _FRACTION_GOLD = {'add': lambda na, da, nb, db: _lowest(na * db + nb * da, da * 
                   'max': lambda na, da, nb, db: na * db >= nb * da,
                   'min': lambda na, da, nb, db: na * db <= nb * da}
 
+# %% ../../nbs/nupa/21_tasks.ipynb #9186c8f1
 def _on_fractions(kind:str) -> Callable[[str, str], str | bool]:
     "`_FRACTION_GOLD[kind]` of two fractions given as text."
     g = _FRACTION_GOLD[kind]
@@ -134,6 +144,7 @@ def _frac_op(op:Callable) -> Callable[[str, str], str]:
     "Gold function of add, sub or multiply on two fractions."
     return _on_fractions({_add: 'add', _sub: 'sub', _mul: 'multiply'}[op])
 
+# %% ../../nbs/nupa/21_tasks.ipynb #9dcbe0b2
 def _arith(op:Callable, rep:str) -> Callable[[str, str], str]:
     "Gold function of an arithmetic or comparison `op` on two numbers of representation `rep`."
     if rep == 'integer': return lambda a, b: str(op(int(a), int(b)))
@@ -151,6 +162,7 @@ def _mul(x, y): return x * y
 def _max(x, y): return x if x >= y else y
 def _min(x, y): return x if x <= y else y
 
+# %% ../../nbs/nupa/21_tasks.ipynb #46c51bf7
 def _pick(op:Callable, rep:str) -> Callable[[str, str], str]:
     "max/min return one of the two operands, verbatim."
     if rep in ('float', 'scientific'):
@@ -163,12 +175,14 @@ def _pick(op:Callable, rep:str) -> Callable[[str, str], str]:
     def h(a, b): va, vb = int(a), int(b); return a if op(va, vb) == va else b
     return h
 
+# %% ../../nbs/nupa/21_tasks.ipynb #53a1a742
 _DIGIT_OPS = {'digit_max': max, 'digit_min': min, 'digit_add': lambda x, y: str((int(x) + int(y)) % 10)}
 @functools.lru_cache(maxsize=None)
 def _byte_masks(n:int) -> tuple[int, int, int, int]:
     "The n-byte integers whose bytes are all 0x30 ('0'), 0x80, 0x76 and 0xff."
     return tuple(int.from_bytes(bytes([v]) * n, 'big') for v in (0x30, 0x80, 0x76, 0xff))
 
+# %% ../../nbs/nupa/21_tasks.ipynb #c74789b5
 def _bytewise(kind:str, x:str, y:str) -> str:
     """Digit max/min/add of two digit strings of one length n, all positions at once: each string is an n-byte
     integer holding one digit 0-9 per byte, and the per-byte results never carry into the next byte."""
@@ -183,6 +197,7 @@ def _bytewise(kind:str, x:str, y:str) -> str:
         r = (X & keep) | (Y & (full ^ keep))
     return (r + zero).to_bytes(n, 'big').decode()
 
+# %% ../../nbs/nupa/21_tasks.ipynb #88994521
 def _digitwise(kind:str, rep:str) -> Callable[[str, str], str]:
     "Digit max/min/add: integer parts aligned right, decimal parts left, missing digits read as 0, no carries."
     def ints(x, y):
@@ -195,6 +210,7 @@ def _digitwise(kind:str, rep:str) -> Callable[[str, str], str]:
         return ints(ia, ib) + '.' + (_bytewise(kind, da.ljust(n, '0'), db.ljust(n, '0')).rstrip('0') or '0')
     return floats
 
+# %% ../../nbs/nupa/21_tasks.ipynb #0a091c19
 def _truediv(rep:str) -> Callable[[str, str], str]:
     if rep == 'integer': return lambda a, b: _lowest(int(a), int(b))
     return _on_fractions('truediv')
@@ -207,9 +223,11 @@ def _to_float(rep:str) -> Callable[[str, str | None], str]:
         return format_decimal(q.numerator * (10 ** k // d), k)
     return g
 
+# %% ../../nbs/nupa/21_tasks.ipynb #55fb0da0
 def _scaled_of(rep:str) -> Callable[[str], tuple[int, int]]:
     return (lambda s: (int(s), 0)) if rep == 'integer' else _dec
 
+# %% ../../nbs/nupa/21_tasks.ipynb #46606440
 def _gold_fn(kind:str, rep:str) -> Callable:
     "The exact gold-answer function `(a, b) -> canonical text` of task kind `kind` on representation `rep`."
     if kind in ('add', 'sub', 'multiply'): return _arith({'add': _add, 'sub': _sub, 'multiply': _mul}[kind], rep)
@@ -227,7 +245,7 @@ def _gold_fn(kind:str, rep:str) -> Callable:
     if kind == 'sig_fig': return lambda a, b: format_scientific(*sc(a), sig=int(b))
     raise KeyError(kind)
 
-# %% ../../nbs/nupa/21_tasks.ipynb #08a9625e
+# %% ../../nbs/nupa/21_tasks.ipynb #a9a13390
 A13_EXAMPLES = [  # (kind, representation, a, b, answer) from Appendix A.1.3
     ('add', 'integer', '744', '543', '1287'), ('add', 'float', '93.81', '9.976', '103.786'),
     ('add', 'fraction', '3/8', '2/5', '31/40'), ('add', 'scientific', '9.92e16', '9.731e18', '9.8302e18'),
@@ -249,7 +267,7 @@ A13_EXAMPLES = [  # (kind, representation, a, b, answer) from Appendix A.1.3
     ('sig_fig', 'float', '65.669', '2', '6.6e1'),
 ]
 
-# %% ../../nbs/nupa/21_tasks.ipynb #58d934c9
+# %% ../../nbs/nupa/21_tasks.ipynb #2fdd9f9d
 _DIGITS = '0123456789'
 
 def _below(r:random.Random, n:int) -> int:
@@ -259,6 +277,7 @@ def _below(r:random.Random, n:int) -> int:
     while x >= n: x = bits(k)
     return x
 
+# %% ../../nbs/nupa/21_tasks.ipynb #b34587c6
 def _int(r:random.Random, L:int, nonzero:bool=False) -> str:
     "A uniformly random integer with exactly `L` digits (one-digit integers include 0 unless `nonzero`)."
     if L == 1: return _DIGITS[_below(r, 9) + 1] if nonzero else _DIGITS[_below(r, 10)]
@@ -270,12 +289,14 @@ def _tail(r:random.Random, L:int) -> str:
     head = str(_below(r, 10 ** (L - 1))).zfill(L - 1) if L > 1 else ''
     return head + _DIGITS[1 + _below(r, 9)]
 
+# %% ../../nbs/nupa/21_tasks.ipynb #d5268d90
 def _float(r:random.Random, L:int, nonzero_int:bool=False) -> str:
     "A random float whose longest part has `L` digits."
     if r.random() < 0.5: il, dl = L, 1 + _below(r, L)
     else: il, dl = 1 + _below(r, L), L
     return _int(r, il, nonzero_int) + '.' + _tail(r, dl)
 
+# %% ../../nbs/nupa/21_tasks.ipynb #7f5348b3
 def _coprime_pair(r:random.Random, L:int, proper:bool=False) -> tuple[int, int]:
     "An irreducible fraction n/d, d >= 2, whose longer part has `L` digits (n < d when `proper`)."
     while True:
@@ -288,6 +309,7 @@ def _fraction(r:random.Random, L:int, proper:bool=False) -> str:
     "A random irreducible fraction of length `L`."
     n, d = _coprime_pair(r, L, proper); return f"{n}/{d}"
 
+# %% ../../nbs/nupa/21_tasks.ipynb #262202ea
 @functools.lru_cache(maxsize=None)
 def _denominators(L:int) -> tuple[tuple[int, int, int, int], ...]:
     """All `(d, m, k, r)` with d = 2**i * 5**j >= 2 of exactly `L` digits, ascending: k = max(i, j) is the number of
@@ -301,6 +323,7 @@ def _denominators(L:int) -> tuple[tuple[int, int, int, int], ...]:
         p5 *= 5; j += 1
     return tuple(sorted(out))
 
+# %% ../../nbs/nupa/21_tasks.ipynb #d4f72442
 @functools.lru_cache(maxsize=None)
 def _two_five(L:int) -> tuple[int, ...]:
     "All numbers 2**i * 5**j (>= 2) with exactly `L` digits, ascending."
@@ -314,6 +337,7 @@ def _decimal_fraction(r:random.Random, L:int) -> str:
         ds = _two_five(dl); d = ds[_below(r, len(ds))]; n = int(_int(r, nl, True))
         if math.gcd(n, d) == 1: return f"{n}/{d}"
 
+# %% ../../nbs/nupa/21_tasks.ipynb #cf5ee55c
 def _scientific(r:random.Random, L:int, lo:int=0, hi:int=99) -> str | None:
     "A random scientific number of length `L` with exponent in [lo, hi], or None if no such number exists."
     if L >= 3: dl, elo, ehi = L, lo, hi
@@ -326,7 +350,7 @@ def _scientific(r:random.Random, L:int, lo:int=0, hi:int=99) -> str | None:
 
 def _exp(s:str) -> int: return int(s.rpartition('e')[2])
 
-# %% ../../nbs/nupa/21_tasks.ipynb #52b08a78
+# %% ../../nbs/nupa/21_tasks.ipynb #378b530b
 def _length_range(L:int, rule:str) -> tuple[int, int]:
     "`(first, count)`: the shorter operand's lengths under `rule`, 'default' [ceil(L/2), L], 'hard' (L/2, L], 'easy' [1, min(2, L)]."
     if rule == 'easy': return 1, min(2, L)
@@ -342,6 +366,7 @@ def _rule(kind:str, variant:str|None) -> str:
     "The length rule of a two-number task: 'easy' for the easy variants, 'hard' for multiply, else 'default'."
     return 'easy' if variant == 'easy' else 'hard' if kind == 'multiply' else 'default'
 
+# %% ../../nbs/nupa/21_tasks.ipynb #ed5a7d7c
 _GEN = {'integer': _int, 'float': _float, 'fraction': _fraction}
 
 def _digits(r:random.Random, count:int) -> str:
@@ -353,6 +378,7 @@ def _digits(r:random.Random, count:int) -> str:
         out.append(_DIGITS[x])
     return ''.join(out)
 
+# %% ../../nbs/nupa/21_tasks.ipynb #0a82b708
 def _shared_prefix(r:random.Random, a:str) -> str:
     "A number with `a`'s shape that shares between half and all but one of its leading digits."
     digits = a.replace('.', ''); n = len(digits)
@@ -369,6 +395,7 @@ def _shared_prefix(r:random.Random, a:str) -> str:
         new = ip + '.' + dp
     return new
 
+# %% ../../nbs/nupa/21_tasks.ipynb #20d4fbb5
 def _make_sampler(kind:str, rep:str, variant:str|None) -> Callable[[random.Random, int], tuple | None]:
     "The function `(rng, L) -> (a, b)` (or None to reject) that draws one question's operands."
     one = {'get_digit', 'length', 'count', 'to_float', 'to_scientific', 'sig_fig'}
@@ -412,13 +439,14 @@ def _make_sampler(kind:str, rep:str, variant:str|None) -> Callable[[random.Rando
         return a, b
     return pair
 
+# %% ../../nbs/nupa/21_tasks.ipynb #02cb93e0
 def _valid(kind:str, rep:str, result:str) -> Callable[[str], bool] | None:
     "A check on the gold answer (scientific answers keep their exponent within [0, 99]; truediv of 0 is trivial)."
     if result == 'scientific' and kind not in ('to_scientific', 'sig_fig'): return lambda ans: 0 <= _exp(ans) <= 99
     if kind == 'truediv': return lambda ans: not ans.startswith('0/')
     return None
 
-# %% ../../nbs/nupa/21_tasks.ipynb #a8f70bce
+# %% ../../nbs/nupa/21_tasks.ipynb #5cdb3c52
 @dataclass(frozen=True)
 class Task:
     "One NUPA task: a task kind applied to one representation, possibly in a named variant."
@@ -457,6 +485,7 @@ class Task:
         "Draw operands `(a, b)` of the given length (None when the draw is rejected)."
         return self.sampler(r, length)
 
+# %% ../../nbs/nupa/21_tasks.ipynb #de4e110d
 TASKS = Registry('task')  # every NUPA task, by registry name
 ALIASES = {}  # other accepted names -> registry name
 
@@ -482,9 +511,10 @@ for _kind in KINDS:
 _register('add', 'fraction', 'easy', in_41=False)
 _register('mod', 'integer', 'easy', in_41=False)
 
+# %% ../../nbs/nupa/21_tasks.ipynb #127bf5e9
 NUPA_41 = [t for t in TASKS if TASKS[t].in_41]  # the paper's 41 tasks (multiply as multiply-hard)
 
-# %% ../../nbs/nupa/21_tasks.ipynb #23e2626a
+# %% ../../nbs/nupa/21_tasks.ipynb #87826c6d
 _REP_WORDS = {'int': 'integer', 'integer': 'integer', 'float': 'float', 'frac': 'fraction', 'fraction': 'fraction',
               'sci': 'scientific', 'scientific': 'scientific'}
 _KIND_WORDS = {'to_scient': 'to_scientific', 'sig': 'sig_fig', 'sig_fig': 'sig_fig', 'truediv': 'truediv',
@@ -502,6 +532,7 @@ def _normalize(name:str) -> str:
         s = '_'.join([_KIND_WORDS.get(kind, kind)] + variant + [rep])
     return ALIASES.get(s, s)
 
+# %% ../../nbs/nupa/21_tasks.ipynb #67cf0fdc
 def get_task(name:str|Task) -> Task:
     "The task registered as `name` (paper spellings accepted); unknown names get a did-you-mean error."
     if isinstance(name, Task): return name
@@ -509,6 +540,7 @@ def get_task(name:str|Task) -> Task:
     key = _normalize(name)
     return TASKS.get(key if key in TASKS else name)
 
+# %% ../../nbs/nupa/21_tasks.ipynb #72a2f12d
 def task_names(spec:str|Iterable[str]|None=None) -> list[str]:
     "Resolve 'all' (every task), 'nupa41' (the paper's 41), a comma list or names to registry names, in registry order."
     if spec is None or spec == 'all': return list(TASKS)
@@ -522,7 +554,7 @@ def task_names(spec:str|Iterable[str]|None=None) -> list[str]:
         if t not in names: names.append(t)
     return names
 
-# %% ../../nbs/nupa/21_tasks.ipynb #f474d718
+# %% ../../nbs/nupa/21_tasks.ipynb #def00ae2
 def task_table():
     "The registry as a DataFrame: one row per task with its kind, representation, variant, inputs, result and lengths."
     import pandas as pd  # deferred: pandas only where a table is built
@@ -531,6 +563,7 @@ def task_table():
                           'difficulty': t.difficulty, 'lengths': f"1-{t.max_length}", 'in_41': t.in_41}
                          for t in TASKS.values()])
 
+# %% ../../nbs/nupa/21_tasks.ipynb #b17fb222
 def list_command(only41:bool=False) -> int:
     "`numcook nupa list`: print the task registry (`only41`: the paper's 41 tasks)."
     df = task_table()

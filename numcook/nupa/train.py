@@ -78,7 +78,7 @@ class TrainConfig:
     def number_format(self) -> NumberFormat:
         return NumberFormat(self.reverse, self.pad, self.pad_dec, self.index_hints)
 
-# %% ../../nbs/nupa/24_train.ipynb #5f53c206
+# %% ../../nbs/nupa/24_train.ipynb #994619e8
 def nupa_pairs(tasks:str|Sequence[str], lengths, n:int, seed:int=0, prompt_style:str='compact') -> list[tuple[str, str]]:
     "`n` (prompt, answer) pairs per task and length; a length with fewer distinct questions repeats them in turn."
     check_prompt_style(prompt_style, text=True)
@@ -86,6 +86,7 @@ def nupa_pairs(tasks:str|Sequence[str], lengths, n:int, seed:int=0, prompt_style
     for r in generate(tasks, parse_range(lengths, 'lengths', 1), n, seed): groups.setdefault((r['task'], r['length']), []).append(r)
     return [(make_prompt(r, prompt_style), r['answer']) for rs in groups.values() for r in itertools.islice(itertools.cycle(rs), n)]
 
+# %% ../../nbs/nupa/24_train.ipynb #dc86602d
 def encode_pair(tok, prompt:str, answer:str, fmt:NumberFormat|None=None, seed:int|None=None, add_bos:bool=True) -> tuple[list[int], int]:
     "Token ids `<s> prompt answer </s>` (no `<s>` when `add_bos` is off: a chat-rendered prompt brings its own) and the number of ids before the answer."
     fmt = fmt or NumberFormat()
@@ -93,7 +94,7 @@ def encode_pair(tok, prompt:str, answer:str, fmt:NumberFormat|None=None, seed:in
     a = encode(tok, fmt.encode(answer), seed=None if seed is None else seed + 1) + [tok.eos_token_id]
     return p + a, len(p)
 
-# %% ../../nbs/nupa/24_train.ipynb #919db868
+# %% ../../nbs/nupa/24_train.ipynb #010dc5ab
 def collate(examples:Sequence[tuple[list[int], int]], pad_id:int) -> dict[str, torch.Tensor]:
     "Right-padded input_ids, attention_mask and answer-only labels for (ids, n_prompt) examples."
     L = max(len(ids) for ids, _ in examples)
@@ -105,6 +106,7 @@ def collate(examples:Sequence[tuple[list[int], int]], pad_id:int) -> dict[str, t
         labels[i, n:len(ids)] = torch.tensor(ids[n:])
     return {'input_ids': input_ids, 'attention_mask': mask, 'labels': labels}
 
+# %% ../../nbs/nupa/24_train.ipynb #4e6161ae
 @functools.lru_cache(maxsize=4)
 def _epoch_order(n_examples:int, seed:int, epoch:int) -> tuple[int, ...]:
     order = list(range(n_examples)); rng(seed, 'order', epoch).shuffle(order)
@@ -126,12 +128,13 @@ def lr_lambda(step:int, warmup:int, total:int, min_ratio:float=0.0) -> float:
     t = min(1.0, (step - warmup) / max(1, total - warmup))
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
-# %% ../../nbs/nupa/24_train.ipynb #cbecf363
+# %% ../../nbs/nupa/24_train.ipynb #51133f41
 def _param_groups(model, weight_decay:float):
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim >= 2]
     rest = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim < 2]
     return [{'params': decay, 'weight_decay': weight_decay}, {'params': rest, 'weight_decay': 0.0}]
 
+# %% ../../nbs/nupa/24_train.ipynb #9c09b28d
 def _replace_folder(path:Path, write:Callable[[Path], None]):
     "Fill a folder beside `path` with `write(folder)`, then rename it to `path`: a reader finds the old folder or the new one, whole; a failed write (a full disk) leaves no half folder."
     tmp = path.with_name(path.name + '.tmp')
@@ -144,6 +147,7 @@ def _replace_folder(path:Path, write:Callable[[Path], None]):
         raise
     shutil.rmtree(path, ignore_errors=True); tmp.rename(path)
 
+# %% ../../nbs/nupa/24_train.ipynb #4a50d074
 def save_model(path:Path, model, tok, cfg, config_name:str='train_config.json'):
     "Write model, tokenizer and config to folder `path` (atomically: written aside, then renamed)."
     def write(d):
@@ -152,6 +156,7 @@ def save_model(path:Path, model, tok, cfg, config_name:str='train_config.json'):
         save_config(cfg, d / config_name)
     _replace_folder(path, write)
 
+# %% ../../nbs/nupa/24_train.ipynb #bab69dbc
 def save_checkpoint(path:Path, model, tok, cfg, opt, sched, step:int, tokens:int=0, world_size:int=1):
     "Write model, tokenizer, config and trainer state (step, tokens seen, processes, optimiser, scheduler) to `path` (atomically: written aside, then renamed)."
     def write(d):
@@ -162,6 +167,7 @@ def save_checkpoint(path:Path, model, tok, cfg, opt, sched, step:int, tokens:int
                     'scheduler': sched.state_dict()}, d / 'trainer_state.pt')
     _replace_folder(path, write)
 
+# %% ../../nbs/nupa/24_train.ipynb #361a4130
 _RUN_FREE = ('out_dir', 'save_every', 'log_every', 'cpu_threads', 'device')  # settings a resumed run may change: not what it learns
 
 def examples_digest(examples:Sequence[tuple[list[int], int]]) -> str:
@@ -170,6 +176,7 @@ def examples_digest(examples:Sequence[tuple[list[int], int]]) -> str:
     for ids, n in examples: h.update(f"{n}:{','.join(map(str, ids))};".encode())
     return h.hexdigest()[:16]
 
+# %% ../../nbs/nupa/24_train.ipynb #1031e5e7
 def fit(model, tok, examples:Sequence[tuple[list[int], int]], cfg:TrainConfig, callback:Callable|None=None,
         stop_after:int|None=None, finish:Callable|None=None) -> list[dict]:
     "Run `cfg`'s optimisation on tokenized `examples`, checkpointing to and resuming from `cfg.out_dir`; the logged metrics."
@@ -191,18 +198,21 @@ def fit(model, tok, examples:Sequence[tuple[list[int], int]], cfg:TrainConfig, c
             if guard is not None: guard.done()
     return history
 
+# %% ../../nbs/nupa/24_train.ipynb #7a92f81e
 def _step_loss(net, batch:dict, w:World) -> torch.Tensor:
     "The loss one process back-propagates: the mean over the batch's answer tokens; in a job, this rank's share of the global mean, times the ranks that DDP averages over."
     if not w.distributed: return net(**batch).loss
     n = all_sum(int((batch['labels'][:, 1:] != -100).sum()), w)     # answer tokens of the global batch (labels shift by one)
     return net(**batch, num_items_in_batch=torch.tensor(n, device=batch['labels'].device)).loss * w.size
 
+# %% ../../nbs/nupa/24_train.ipynb #63c498f3
 def _cut_step(log:JsonlLog|None, log_every:int, total:int) -> int|None:
     "The step whose metrics record was cut off (the first logged step after the last whole record), when `log` removed one; else None."
     if log is None or log.cut is None: return None
     last = max((r['step'] for r in log.records), default=0)
     return next((d for d in range(last + 1, total + 1) if d % log_every == 0 or d == total), None)
 
+# %% ../../nbs/nupa/24_train.ipynb #763a5f26
 def _fit(model, tok, examples, cfg, callback, stop_after, device, done_before=False, w:World=World()) -> list[dict]:
     model.to(device).train()
     total = cfg.steps or math.ceil(len(examples) / cfg.batch_size)
@@ -279,7 +289,7 @@ def write_metrics_csv(jsonl:str|Path, path:str|Path) -> Path:
         w = csv.DictWriter(f, fieldnames=cols); w.writeheader(); w.writerows(recs)
     return Path(path)
 
-# %% ../../nbs/nupa/24_train.ipynb #dc206a0f
+# %% ../../nbs/nupa/24_train.ipynb #032d6e83
 @dataclass
 class TrainResult:
     "What `train` returns."
@@ -289,6 +299,7 @@ class TrainResult:
     history: list # the logged metrics
     out_dir: Path|None # the run folder (None for in-memory runs)
 
+# %% ../../nbs/nupa/24_train.ipynb #3f3ca9b0
 def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None, tokenizer=None,
           callback:Callable|None=None, stop_after:int|None=None) -> TrainResult:
     "Train a model as `cfg` says on NUPA tasks or on explicit (prompt, answer) `pairs`; resumes an interrupted run in `cfg.out_dir`."
@@ -304,17 +315,19 @@ def train(cfg:TrainConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None
     history = fit(model, tok, examples, cfg, callback=callback, stop_after=stop_after, finish=finish)
     return TrainResult(model, tok, fmt, history, out)
 
+# %% ../../nbs/nupa/24_train.ipynb #d3d3d373
 def train_config(saved:dict|None) -> TrainConfig|None:
     "The `TrainConfig` of a run's saved settings (`numcook.lm.models.run_config`), or None for a model not trained here."
     if not saved or saved.get('_class', 'TrainConfig') != 'TrainConfig': return None
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     return TrainConfig(**{k: v for k, v in saved.items() if k in names})
 
+# %% ../../nbs/nupa/24_train.ipynb #9d5b2305
 def load_trained(path:str|Path, device:str|None=None, dtype=None, **kwargs):
     "(model, tokenizer, TrainConfig) of a run folder, its `final` folder or a checkpoint: the one loader, and the settings it was trained with."
     return (*load_model_and_tokenizer(path, device, dtype, **kwargs), train_config(run_config(path)))
 
-# %% ../../nbs/nupa/24_train.ipynb #61a3bb2e
+# %% ../../nbs/nupa/24_train.ipynb #9cc51ace
 PEAK_TFLOPS = 989   # dense bfloat16 peak of an H100 / H200 SXM, TFLOP/s
 MFU = 0.25          # the share of it assumed for training these small models (an assumption until gpu_check measures it)
 
@@ -332,7 +345,7 @@ def training_estimate(cfg:TrainConfig, runs:int=1, gpus:int=1) -> dict:
             'flops': float(f'{flops:.3g}'), 'gpus': gpus, 'gpu_memory_gb': round((16 * n_params + activations) / 1e9, 1),
             'hours': round(flops / (PEAK_TFLOPS * 1e12 * MFU * gpus) / 3600, 1)}
 
-# %% ../../nbs/nupa/24_train.ipynb #4a50d074
+# %% ../../nbs/nupa/24_train.ipynb #62209aa7
 FIELD_CHECKS = {  # range checks of the numeric config fields, shared by `numcook train` and `numcook finetune` (flags and --config files)
     'steps': int_arg(0), 'batch_size': int_arg(1), 'lr': float_arg(0, lo_open=True), 'weight_decay': float_arg(0),
     'warmup_steps': int_arg(0), 'min_lr_ratio': float_arg(0, 1), 'init_std': float_arg(0, lo_open=True), 'grad_clip': float_arg(0), 'seed': int_arg(0),
@@ -340,6 +353,7 @@ FIELD_CHECKS = {  # range checks of the numeric config fields, shared by `numcoo
     'pad': int_arg(0), 'pad_dec': int_arg(0), 'cpu_threads': int_arg(0), 'rank': int_arg(1), 'alpha': float_arg(0, lo_open=True),
     'lora_dropout': float_arg(0, 0.99)}
 
+# %% ../../nbs/nupa/24_train.ipynb #2b75909a
 def check_config(cfg):
     "Apply `FIELD_CHECKS` to the fields of `cfg` (a config read from a file is checked like flags are)."
     for name, check in FIELD_CHECKS.items():
@@ -348,6 +362,7 @@ def check_config(cfg):
         except ValueError as e: raise NumcookError(f"{name.replace('_', '-')}: {e}") from None
     return cfg
 
+# %% ../../nbs/nupa/24_train.ipynb #51342c30
 def train_command(given:dict, # the TrainConfig fields given as flags
                   config:str|None=None, # a saved train_config.json to start from (flags given override it)
                   pairs:str|None=None, # a JSON Lines file of prompt/answer pairs to train on instead of NUPA tasks
