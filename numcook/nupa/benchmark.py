@@ -33,25 +33,30 @@ class NupaEval(EvalSettings):
     sampling: str = param('greedy', choices=tuple(SAMPLING))  # decoding: 'greedy', or 'paper' (A.4.1: temperature 0.6, top-p 0.9)
     prompt_style: str|None = param(None, choices=('completion', 'nupa', 'compact'))  # default: a numcook run's own, else 'completion' (A.2: format prompt, then the task)
 
+# %% ../../nbs/nupa/28_benchmark.ipynb #d16bd34b
 NUPA_EVAL_VERSION = 2   # bumped when the items, prompts or scores of a seed and settings change (2: the shared results schema)
 EVAL_LIMIT = 200_000    # samples an evaluation runs at most without --yes
 
+# %% ../../nbs/nupa/28_benchmark.ipynb #a1262449
 def answer_budget(fmt:NumberFormat, golds) -> int:
     "The generation budget of a task and length: twice its longest gold answer (as formatted), plus 4 tokens."
     return 2 * max((len(fmt.encode(str(g))) for g in golds), default=1) + 4
 
+# %% ../../nbs/nupa/28_benchmark.ipynb #010c72aa
 def answer_budgets(recs, fmt:NumberFormat) -> dict[tuple[str, int], int]:
     "The budget of every (task, length) of NUPA items `recs` (`answer_budget` of its gold answers): `numcook eval nupa`'s and the lm-eval export's."
     golds = {}
     for r in recs: golds.setdefault((r['task'], r['length']), []).append(r['answer'])
     return {k: answer_budget(fmt, g) for k, g in golds.items()}
 
+# %% ../../nbs/nupa/28_benchmark.ipynb #675e962a
 def _style(s:NupaEval, lm:Loaded|None) -> tuple[NumberFormat, str]:
     "The number format and prompt style the model is asked in: a numcook run's own, else plain numbers and the 'completion' style."
     tcfg = train_config(lm.run_config) if lm is not None and lm.run_config else None
     if tcfg is not None: return tcfg.number_format, s.prompt_style or tcfg.prompt_style
     return NumberFormat(), s.prompt_style or 'completion'
 
+# %% ../../nbs/nupa/28_benchmark.ipynb #1a7d1401
 @dataclass(frozen=True)
 class NupaPlan(Plan):
     "`numcook eval nupa`'s settings parsed once: the task names and lengths, and (once the model is loaded) how it is asked."
@@ -60,10 +65,12 @@ class NupaPlan(Plan):
     fmt: NumberFormat|None = None    # the number format the model reads and writes
     style: str|None = None           # the prompt style
 
+# %% ../../nbs/nupa/28_benchmark.ipynb #0d6734fe
 def nupa_plan(s:NupaEval) -> NupaPlan:
     "The plan of settings `s` (one-line errors for unknown tasks or bad lengths)."
     return NupaPlan(s, task_names(s.tasks), None if s.lengths is None else parse_range(s.lengths, 'lengths', 1, MAX_LENGTH))
 
+# %% ../../nbs/nupa/28_benchmark.ipynb #3dd2b72e
 def nupa_samples(plan:NupaPlan, tok, chat:bool) -> list[dict]:
     "The NUPA items of `plan` (the first `limit`), each with its prompt as sent, gold answer and answer budget."
     s, fmt, style = plan.settings, plan.fmt, plan.style
@@ -73,6 +80,7 @@ def nupa_samples(plan:NupaPlan, tok, chat:bool) -> list[dict]:
              'max_new_tokens': s.max_new_tokens or budget[r['task'], r['length']],
              **{k: v for k, v in r.items() if k not in ('id', 'answer')}} for r in recs]
 
+# %% ../../nbs/nupa/28_benchmark.ipynb #d0fe9b16
 class NupaBenchmark(Benchmark):
     "The NUPA Test (Number Cookbook §2): 41 tasks at their lengths, scored with exact match, digit match and dlength."
     name, title, settings, version = 'nupa', 'the NUPA Test (Number Cookbook): 41 tasks at their lengths', NupaEval, NUPA_EVAL_VERSION

@@ -77,11 +77,12 @@ class FinetuneConfig:
     @property
     def number_format(self) -> NumberFormat: return NumberFormat(self.reverse, self.pad, self.pad_dec)
 
+# %% ../../nbs/nupa/26_lora.ipynb #218e9ab3
 CPU_FINETUNE = dict(  # the reproduction notebooks' finetuning of a small instruct model on two CPU cores (the paper's: the defaults)
     tasks='max_integer,add_integer', train_lengths='1-3', n_per_length=400, prompt_style='completion', chat_template=True,
     rank=8, alpha=16, steps=40, batch_size=8, lr=2e-3, warmup_steps=5, log_every=10)
 
-# %% ../../nbs/nupa/26_lora.ipynb #546f0d5e
+# %% ../../nbs/nupa/26_lora.ipynb #a8d0f2ff
 def prepare_base(cfg:FinetuneConfig, model=None, tokenizer=None):
     "The base (model, tokenizer) with `cfg`'s positional-encoding and tokenization changes applied."
     if not cfg.base and model is None: raise NumcookError("no base model: give FinetuneConfig(base=<folder or hub id>)")
@@ -94,6 +95,7 @@ def prepare_base(cfg:FinetuneConfig, model=None, tokenizer=None):
     if cfg.one_digit: split_digits(tok)
     return model, tok
 
+# %% ../../nbs/nupa/26_lora.ipynb #9e507ca7
 def add_lora(model, cfg:FinetuneConfig):
     "`model` wrapped with LoRA adapters as `cfg` says (base weights frozen)."
     from peft import LoraConfig, get_peft_model  # deferred: peft only when finetuning
@@ -103,6 +105,7 @@ def add_lora(model, cfg:FinetuneConfig):
     try: return get_peft_model(model, lc)
     except ValueError as e: raise NumcookError(f"cannot add LoRA adapters: {str(e).strip().splitlines()[0]}") from None
 
+# %% ../../nbs/nupa/26_lora.ipynb #023d0baf
 def finetune(cfg:FinetuneConfig, pairs:Iterable[tuple[str, str]]|None=None, model=None, tokenizer=None, callback=None):
     "LoRA-finetune `cfg.base` on NUPA tasks (or explicit pairs); returns (peft model, tokenizer, history)."
     model, tok = prepare_base(cfg, model, tokenizer)
@@ -115,7 +118,7 @@ def finetune(cfg:FinetuneConfig, pairs:Iterable[tuple[str, str]]|None=None, mode
     history = fit(model, tok, examples, cfg, callback=callback, finish=finish)
     return model, tok, history
 
-# %% ../../nbs/nupa/26_lora.ipynb #626f0da8
+# %% ../../nbs/nupa/26_lora.ipynb #51e2ed3d
 def finetune_key(cfg:FinetuneConfig) -> dict:
     "Everything that decides an adapter: its learning settings, the base model's weights, the training code and libraries."
     ref = model_ref(cfg.base)                                   # resolved once
@@ -124,6 +127,7 @@ def finetune_key(cfg:FinetuneConfig) -> dict:
     learn = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _RUN_FREE and k != 'base'}
     return {'config': learn, 'base_weights': weights, 'code': code, 'device_type': pick_device(cfg.device).type, 'numerics': numerics()}
 
+# %% ../../nbs/nupa/26_lora.ipynb #78f7019c
 def finetune_cached(cfg:FinetuneConfig, cache:str|Path) -> Path:
     "The folder of `cfg`'s adapter (tokenizer, config and training history beside it) in `cache`: finetuned now unless there."
     key = finetune_key(cfg)
@@ -138,6 +142,7 @@ def finetune_cached(cfg:FinetuneConfig, cache:str|Path) -> Path:
     build_once(entry, ready, build)
     return entry
 
+# %% ../../nbs/nupa/26_lora.ipynb #50cf91c7
 def load_finetuned(entry:str|Path, base:str, device:str|None=None):
     "(model, tokenizer) of a cached adapter: base model `base` with the adapter of `entry` merged into its weights."
     from peft import PeftModel  # deferred: peft only for adapters

@@ -76,12 +76,14 @@ RULES = {
         remainder = remainder - quotient_digit * divisor
     return str(remainder)''',
 }
+
+# %% ../../nbs/nupa/27_rfcot.ipynb #c050a9b0
 RFCOT_TASKS = tuple(RULES)  # the tasks with a rule and a tracer
 QUESTIONS = {'add_integer': 'Add two numbers: {a} + {b} =', 'add_float': 'Add two numbers: {a} + {b} =',
              'multiply_fraction': 'Multiply two numbers: {a} * {b} =', 'max_scientific': 'Get the maximal number: {a} and {b} =',
              'mod_integer': 'Divide two numbers and return the remainder. {a} % {b} ='}  # NUPA's task prompts (A.2)
 
-# %% ../../nbs/nupa/27_rfcot.ipynb #b7330af1
+# %% ../../nbs/nupa/27_rfcot.ipynb #07101b6d
 def rule_code(task:str, unit:int=3) -> str:
     "The rule shown in the prompt of `task` (integer addition with `unit`-digit steps)."
     if task not in RULES: raise did_you_mean(task, RULES, 'RF-CoT task')
@@ -90,6 +92,7 @@ def rule_code(task:str, unit:int=3) -> str:
     if task == 'add_float': return add + '\n\n' + RULES['add_float']
     return RULES[task]
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #788be41d
 def _trace_add(n1:str, n2:str, unit:int, out:list) -> str:
     base = 10 ** unit
     result, carry = '', 0
@@ -114,6 +117,7 @@ def _trace_add(n1:str, n2:str, unit:int, out:list) -> str:
     out.append(f'return "{result}"')
     return result
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #a425fe3f
 def _trace_add_float(a:str, b:str, unit:int, out:list) -> str:
     (i1, d1), (i2, d2) = a.split('.'), b.split('.')
     out += [f'int1 = "{i1}"', f'dec1 = "{d1}"', f'int2 = "{i2}"', f'dec2 = "{d2}"']
@@ -125,6 +129,7 @@ def _trace_add_float(a:str, b:str, unit:int, out:list) -> str:
     out += [f'total = "{total}"', f'integer = "{integer}"', f'decimal = "{decimal}"', f'return "{integer}.{decimal}"']
     return f'{integer}.{decimal}'
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #3ac75c21
 def _trace_mul_frac(a:str, b:str, unit:int, out:list) -> str:
     (n1, e1), (n2, e2) = a.split('/'), b.split('/')
     num, den = int(n1) * int(n2), int(e1) * int(e2)
@@ -139,6 +144,7 @@ def _trace_mul_frac(a:str, b:str, unit:int, out:list) -> str:
     out += [f'{num} // {x} = {num // x}', f'{den} // {x} = {den // x}', f'return "{res}"']
     return res
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #577a54f5
 def _trace_max_sci(a:str, b:str, unit:int, out:list) -> str:
     (s1, x1), (s2, x2) = a.split('e'), b.split('e')
     out += [f'sig1 = "{s1}"', f'exp1 = {x1}', f'sig2 = "{s2}"', f'exp2 = {x2}']
@@ -160,6 +166,7 @@ def _trace_max_sci(a:str, b:str, unit:int, out:list) -> str:
         out.append(f'{c1} == {c2}')
     out.append(f'return "{a}"'); return a
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #8da43ef3
 def _trace_mod(a:str, b:str, unit:int, out:list) -> str:
     d, r = int(b), 0
     out += [f'divisor = {d}', 'remainder = 0']
@@ -171,13 +178,15 @@ def _trace_mod(a:str, b:str, unit:int, out:list) -> str:
     out.append(f'return "{r}"')
     return str(r)
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #5a932eef
 TRACERS = {'add_integer': lambda a, b, u, o: _trace_add(a, b, u, o), 'add_float': _trace_add_float,
            'multiply_fraction': _trace_mul_frac, 'max_scientific': _trace_max_sci, 'mod_integer': _trace_mod}
 
-# %% ../../nbs/nupa/27_rfcot.ipynb #c050a9b0
+# %% ../../nbs/nupa/27_rfcot.ipynb #50d4c53d
 ENTRY = {'add_integer': 'add', 'add_float': 'add_float', 'multiply_fraction': 'multiply_fraction',
          'max_scientific': 'max_scientific', 'mod_integer': 'mod'}
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #3c6e32c5
 def oracle(task:str, a:str, b:str) -> str:
     "The exact answer, computed with int / Fraction arithmetic independently of the rule."
     if task == 'add_integer': return str(int(a) + int(b))
@@ -194,6 +203,7 @@ def oracle(task:str, a:str, b:str) -> str:
         return a if va >= vb else b
     raise did_you_mean(task, RULES, 'RF-CoT task')
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #ecc12c4f
 @dataclass
 class RFCoTExample:
     "One rule-following CoT example."
@@ -204,6 +214,7 @@ class RFCoTExample:
     response: str # execution trace ending with 'So the answer is X.'
     answer: str # X
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #6e034c82
 def make_example(task:str, a:str, b:str, unit:int=3, include_rule:bool=True) -> RFCoTExample:
     "The RF-CoT prompt and response of `task` on operands `a`, `b`."
     if task not in RULES: raise did_you_mean(task, RULES, 'RF-CoT task')
@@ -214,18 +225,20 @@ def make_example(task:str, a:str, b:str, unit:int=3, include_rule:bool=True) -> 
     ans = TRACERS[task](a, b, unit, lines)
     return RFCoTExample(task, a, b, prompt, '\n'.join(lines) + f'\nSo the answer is {ans}.', ans)
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #4df50d5c
 def run_rule(task:str, a:str, b:str, unit:int=3) -> str:
     "Execute the rule code of `task` with Python on `a`, `b`."
     ns = {}
     exec(rule_code(task, unit), ns)
     return ns[ENTRY[task]](a, b)
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #6074ab50
 def verify(ex:RFCoTExample, unit:int=3) -> bool:
     "True when the rule's own execution, the traced answer, the final line and the exact oracle all agree."
     ran = run_rule(ex.task, ex.a, ex.b, unit)
     return ran == ex.answer == extract_answer(ex.response) == oracle(ex.task, ex.a, ex.b)
 
-# %% ../../nbs/nupa/27_rfcot.ipynb #be8e82ab
+# %% ../../nbs/nupa/27_rfcot.ipynb #b6b1ffa7
 def sample_operands(task:str, length:int, r) -> tuple[str, str]:
     "Two random operands of `task` whose longer number has `length` digits, drawn from `random.Random` `r`."
     def intn(n): return str(r.randint(10 ** (n - 1) if n > 1 else 0, 10 ** n - 1))
@@ -256,6 +269,7 @@ def sample_operands(task:str, length:int, r) -> tuple[str, str]:
         return a, b
     raise did_you_mean(task, RULES, 'RF-CoT task')
 
+# %% ../../nbs/nupa/27_rfcot.ipynb #4db6a1fc
 def generate_rfcot(task:str, lengths, n:int, seed:int=0, unit:int=3, include_rule:bool=True) -> list[RFCoTExample]:
     "`n` verified RF-CoT examples of `task` for each length in `lengths`."
     out = []

@@ -31,7 +31,7 @@ class Instance:
     @property
     def id(self) -> str: return f"{self.size}:{self.index}"
 
-# %% ../../nbs/zeh/30_families.ipynb #a8056c07
+# %% ../../nbs/zeh/30_families.ipynb #225d6f71
 _INT = re.compile(r'-?\d+')
 
 class IntegerAnswer:
@@ -61,6 +61,7 @@ class IntegerAnswer:
         if '.' in s: return s.endswith('.') and _INT.fullmatch(s[:-1]) is not None
         return re.fullmatch(r'-?\d*', s) is not None
 
+# %% ../../nbs/zeh/30_families.ipynb #0e0d03e6
 class ChoiceAnswer:
     "One word out of a few (`0/1`, `Yes/No`), case-insensitive, a final full stop allowed."
     kind = 'choice'
@@ -77,6 +78,7 @@ class ChoiceAnswer:
         "Whether some continuation of `prefix` is one of the choices (else the model left the answer format)."
         return any(self.viable(prefix, c) for c in self.choices)
 
+# %% ../../nbs/zeh/30_families.ipynb #b695953a
 class ExactAnswer:
     "Free-text answers compared exactly after stripping surrounding whitespace (for custom and relabelled families)."
     kind = 'exact'
@@ -91,7 +93,7 @@ class ExactAnswer:
         "Free text has no format to leave."
         return True
 
-# %% ../../nbs/zeh/30_families.ipynb #3de69f66
+# %% ../../nbs/zeh/30_families.ipynb #63eccd2c
 @dataclass(frozen=True)
 class Prompt:
     "A prompt in the paper's form: system `instructions` and a user `input` template."
@@ -99,6 +101,7 @@ class Prompt:
     instructions: str  # system message
     input: str         # user message template, filled with the instance's fields
 
+# %% ../../nbs/zeh/30_families.ipynb #8e8d8f7e
 def render(prompt:Prompt, inst:Instance, tokenizer=None) -> str:
     "The text the model sees for `inst`: chat template when `tokenizer` has one, else plain text."
     user = prompt.input.format(**inst.fields)
@@ -107,7 +110,7 @@ def render(prompt:Prompt, inst:Instance, tokenizer=None) -> str:
         return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
     return f"{prompt.instructions}\n{user}"
 
-# %% ../../nbs/zeh/30_families.ipynb #0e0d03e6
+# %% ../../nbs/zeh/30_families.ipynb #b2943568
 class Family:
     "A problem family: B_n by index, gold answers, prompts and an answer parser."
     def __init__(self, name:str, count:Callable[[int], int], make:Callable[[int, int], tuple], answer,
@@ -145,7 +148,7 @@ class Family:
 
 FAMILIES = Registry('family')
 
-# %% ../../nbs/zeh/30_families.ipynb #64a72fee
+# %% ../../nbs/zeh/30_families.ipynb #eeb1d056
 MULTIPLICATION_PROMPTS = {p.name: p for p in [
     Prompt('baseline', 'Answer with only the integer.', '{a}*{b}='),
     Prompt('compute', 'You are a calculator. Output only the result.', 'Compute {a} x {b}'),
@@ -154,6 +157,7 @@ MULTIPLICATION_PROMPTS = {p.name: p for p in [
     Prompt('answer', 'Provide only the numerical answer.', '{a} x {b} = ?'),
 ]}
 
+# %% ../../nbs/zeh/30_families.ipynb #1bf010b8
 def _mul(n, i):
     a, b = (i + 1, n) if i < n - 1 else (n, i - n + 2)
     return [a, b], str(a * b), {'a': a, 'b': b}
@@ -164,13 +168,14 @@ def multiplication() -> Family:
     return Family('multiplication', lambda n: 2 * n - 1, _mul, IntegerAnswer(), MULTIPLICATION_PROMPTS,
                   doc='B_n = {(a,b): max(a,b)=n}, lexicographic in (a, b)')
 
-# %% ../../nbs/zeh/30_families.ipynb #a096094b
+# %% ../../nbs/zeh/30_families.ipynb #03fecd91
 def _bits(n, i): return format(i, f'0{n}b')
 
 def _parity(n, i):
     s = _bits(n, i)
     return s, str(s.count('1') % 2), {'s': s}
 
+# %% ../../nbs/zeh/30_families.ipynb #b095d5c7
 def _balanced(s:str) -> bool:
     depth = 0
     for ch in s:
@@ -182,6 +187,7 @@ def _parens(n, i):
     s = _bits(n, i).replace('0', '(').replace('1', ')')
     return s, 'Yes' if _balanced(s) else 'No', {'s': s}
 
+# %% ../../nbs/zeh/30_families.ipynb #bb33de0c
 def _strings_family(name, item, choices, instruction, doc) -> Family:
     "A family over all 2^n strings of length n (instance i: the n-bit binary of i) with a two-way answer."
     return Family(name, lambda n: 2 ** n, item, ChoiceAnswer(*choices), {'baseline': Prompt('baseline', instruction, '{s}')},
@@ -193,13 +199,14 @@ def parity() -> Family:
     return _strings_family('parity', _parity, ('0', '1'), 'Compute the parity (XOR) of the binary string. Answer with only 0 or 1.',
                            'B_n = {0,1}^n, lexicographic')
 
+# %% ../../nbs/zeh/30_families.ipynb #ec41c98e
 @FAMILIES.register('parentheses')
 def parentheses() -> Family:
     "Is a string of n parentheses balanced?"
     return _strings_family('parentheses', _parens, ('Yes', 'No'), 'Is the parentheses string balanced? Answer with only Yes or No.',
                            'B_n = {"(", ")"}^n, lexicographic with "(" < ")"')
 
-# %% ../../nbs/zeh/30_families.ipynb #f4e84a06
+# %% ../../nbs/zeh/30_families.ipynb #c05d2f21
 def chromatic_number(g:nx.Graph) -> int:
     "The exact chromatic number of `g` (0 for the empty graph), by backtracking."
     if g.number_of_nodes() == 0: return 0
@@ -219,11 +226,13 @@ def chromatic_number(g:nx.Graph) -> int:
         return go(0)
     return next(k for k in range(1, g.number_of_nodes() + 1) if colourable(k))
 
+# %% ../../nbs/zeh/30_families.ipynb #5e1564e4
 def graph_edges(n:int, i:int) -> list[tuple[int, int]]:
     "The edge list of the `i`-th labelled graph on nodes 1..n."
     pairs = list(itertools.combinations(range(1, n + 1), 2))
     return [p for e, p in enumerate(pairs) if (i >> (len(pairs) - 1 - e)) & 1]
 
+# %% ../../nbs/zeh/30_families.ipynb #f7e6d32a
 def _chromatic(n, i):
     edges = graph_edges(n, i)
     g = nx.Graph(); g.add_nodes_from(range(1, n + 1)); g.add_edges_from(edges)
@@ -247,7 +256,7 @@ def relabel(fam:Family, golds:dict[tuple[int, int], str], name:str|None=None, an
     return Family(name or f'{fam.name}-relabelled', fam._count, make, answer or ExactAnswer(), fam.prompts,
                   fam.max_exhaustive, doc=f'{fam.doc}; gold answers replaced')
 
-# %% ../../nbs/zeh/30_families.ipynb #82bfbfec
+# %% ../../nbs/zeh/30_families.ipynb #83dade39
 class NupaFamily(Family):
     "A NUPA task as a family by digit length; always sampled."
     def __init__(self, task:str):
@@ -269,6 +278,7 @@ class NupaFamily(Family):
         return [Instance(self.name, n, j, [it['a'], it.get('b')], it['answer'], {'question': it['question']})
                 for j, it in enumerate(items)]
 
+# %% ../../nbs/zeh/30_families.ipynb #effa08aa
 def get_family(name:str) -> Family:
     "The family called `name`: a registered one, or `nupa:<task>`."
     if name.startswith('nupa:'): return NupaFamily(name[5:])

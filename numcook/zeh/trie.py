@@ -31,6 +31,7 @@ class Trie:
         "`end` as an int32 tensor [N]."
         return torch.tensor(self.end, dtype=torch.int32)
 
+# %% ../../nbs/zeh/31_trie.ipynb #a4931236
 def build_trie(seqs:list[list[int]]) -> Trie:
     "The trie of token sequences `seqs` (token ids in [0, 2**32)), numbered in DFS pre-order."
     S = len(seqs)
@@ -66,7 +67,7 @@ def build_trie(seqs:list[list[int]]) -> Trie:
     return Trie(T[first, depth][order].tolist(), par[order].tolist(), depth[order].tolist(), (pre + size)[order].tolist(),
                 [r[:k] for r, k in zip(paths, lens.tolist())])
 
-# %% ../../nbs/zeh/31_trie.ipynb #a4931236
+# %% ../../nbs/zeh/31_trie.ipynb #0b826be1
 def tree_mask(end:torch.Tensor|list[int], # one past each node's subtree: [N], or [B, N] for a batch of tries
               P:int=0, # prompt-prefix positions every node sees
               dtype:torch.dtype|None=None, # None: boolean; a float dtype: additive (0 visible, most negative hidden)
@@ -88,6 +89,7 @@ def verified_nodes(trie:Trie, verify_from:list[int]) -> list[int]:
 DENSE_MASK_IMPLEMENTATIONS = ('sdpa', 'eager')  # attention implementations that need the dense tree mask
 TRIE_ATTENTION = 'trie_gather'  # attn_implementation name of `trie_attention_forward` (registered by `register_trie_attention`)
 
+# %% ../../nbs/zeh/31_trie.ipynb #7de4d78c
 @torch.no_grad()
 def tree_forward(model, # a transformers causal LM
                  trie:Trie, # the trie to feed
@@ -114,7 +116,7 @@ def tree_forward(model, # a transformers causal LM
     finally:  # drop the nodes' keys and values, keep the prompt's (also after an error inside the model)
         if P and cache.get_seq_length() > P: cache.crop(P - cache.get_seq_length())
 
-# %% ../../nbs/zeh/31_trie.ipynb #c1a7e0a2
+# %% ../../nbs/zeh/31_trie.ipynb #5baa1346
 def path_rows(trie:Trie) -> tuple[torch.Tensor, torch.Tensor]:
     "(rows [R, D] long: each leaf's path, the node at every depth 0..D-1, -1 after; place [N] long: node i at row r, depth d is `r * D + d`)."
     N = len(trie)
@@ -132,8 +134,10 @@ def path_rows(trie:Trie) -> tuple[torch.Tensor, torch.Tensor]:
     place = np.searchsorted(leaves, np.arange(N)) * D + dep    # the first leaf at or after node i is in its subtree
     return torch.from_numpy(A), torch.from_numpy(place)
 
+# %% ../../nbs/zeh/31_trie.ipynb #3000dc89
 _SDPA_GQA = torch.__version__ >= '2.5'   # SDPA's enable_gqa (grouped key/value heads without copies)
 
+# %% ../../nbs/zeh/31_trie.ipynb #a3b38f8c
 def trie_attention_forward(module:torch.nn.Module, # the attention layer (its kind only: for SDPA's fallback)
                            query:torch.Tensor, # [1, H, N, d], one row per trie node
                            key:torch.Tensor, # [1, H_kv, P + N, d]: the prompt's keys, then the nodes'
@@ -163,6 +167,7 @@ def trie_attention_forward(module:torch.nn.Module, # the attention layer (its ki
                                                          **({'enable_gqa': True} if H != Hk and _SDPA_GQA else {}))  # [R, H, D, d]
     return o.transpose(0, 1).reshape(H, R * D, d).index_select(1, tree_owner.to(o.device)).transpose(0, 1)[None], None
 
+# %% ../../nbs/zeh/31_trie.ipynb #b3420d7e
 def register_trie_attention(name:str=TRIE_ATTENTION) -> str:
     "Register `trie_attention_forward` (and SDPA's mask function, for its ordinary calls) with transformers; returns `name`."
     from transformers import AttentionInterface  # deferred: transformers, only when a model is switched to it
