@@ -36,13 +36,14 @@ def has_carry(a:int, b:int) -> bool:
     "Whether some digit of `a` times some digit of `b` is at least 10 (the paper's carry presence)."
     return any(int(x) * int(y) >= 10 for x in str(abs(int(a))) for y in str(abs(int(b))))
 
+# %% ../../nbs/zeh/34_analysis.ipynb #781eb926
 def is_structured_error(pred, gold) -> bool:
     "Whether `|pred - gold|` is one of 10, 20, ..., 100 (the paper's Eq. 2); unparsed `pred` is never structured."
     try: d = abs(int(pred) - int(gold))
     except (TypeError, ValueError): return False  # None, NaN, or an answer that is not an integer
     return 0 < d <= 100 and d % 10 == 0
 
-# %% ../../nbs/zeh/34_analysis.ipynb #781eb926
+# %% ../../nbs/zeh/34_analysis.ipynb #a98fc9e1
 _SIZE_RE = re.compile(r'(?<![0-9A-Za-z._])(\d+(?:[._]\d+)?)\s*([BbMmKk])(?![A-Za-z0-9])')
 
 def params_from_name(name:str) -> float:
@@ -52,7 +53,7 @@ def params_from_name(name:str) -> float:
     num, unit = hits[-1]
     return float(num.replace('_', '.')) * {'b': 1.0, 'm': 1e-3, 'k': 1e-6}[unit.lower()]
 
-# %% ../../nbs/zeh/34_analysis.ipynb #a98fc9e1
+# %% ../../nbs/zeh/34_analysis.ipynb #de12364a
 RESULT_COLUMNS = ['model', 'params_b', 'family', 'size', 'instance', 'a', 'b', 'gold', 'pred', 'correct', 'order']
 
 def _answer_int(v):
@@ -64,6 +65,7 @@ def _answer_int(v):
     try: return int(s)
     except ValueError: return v
 
+# %% ../../nbs/zeh/34_analysis.ipynb #19574f75
 def results_frame(records:Iterable[dict]|pd.DataFrame, model:str|None=None, params_b:float|None=None,
                   family:str|None=None) -> pd.DataFrame:
     "Normalise per-instance records (dicts or a DataFrame) into the results table every analysis reads."
@@ -111,7 +113,7 @@ def results_frame(records:Iterable[dict]|pd.DataFrame, model:str|None=None, para
     extra = [c for c in df.columns if c not in RESULT_COLUMNS]
     return df[RESULT_COLUMNS + extra].reset_index(drop=True)
 
-# %% ../../nbs/zeh/34_analysis.ipynb #55c8ff2b
+# %% ../../nbs/zeh/34_analysis.ipynb #15538c1f
 @dataclass
 class Horizon:
     "A model's Zero-Error Horizon with its limiter (the first failing instance of size ZEH + 1)."
@@ -120,6 +122,7 @@ class Horizon:
     censored: bool           # True when no error was seen: zeh is then only a lower bound
     n_evaluated: int         # instances of size <= zeh + 1 in the results
 
+# %% ../../nbs/zeh/34_analysis.ipynb #485eeae8
 def zero_error_horizon(df:pd.DataFrame, min_size:int=1) -> Horizon:
     "ZEH and limiter of one model's per-instance results (limiter picked in the `order` column's order)."
     if df['model'].nunique() > 1: raise NumcookError(f"zero_error_horizon takes one model; got {df['model'].nunique()}: use zeh_table")
@@ -134,6 +137,7 @@ def zero_error_horizon(df:pd.DataFrame, min_size:int=1) -> Horizon:
         zeh = n
     return Horizon(int(zeh), None, True, int((df['size'] <= zeh).sum()))
 
+# %% ../../nbs/zeh/34_analysis.ipynb #01963e82
 def accuracy_within(df:pd.DataFrame, n:int|None=None) -> float:
     "Accuracy over the instances of size at most `n` (all instances when `n` is None)."
     sel = df if n is None else df[df['size'] <= n]
@@ -151,7 +155,7 @@ def folder_results(folder:str|Path, model:str|None=None, params_b:float|None=Non
         df.loc[df['id'].eq(lim.get('id')) & df['pred'].isna(), 'pred'] = _answer_int(lim['output'])
     return df
 
-# %% ../../nbs/zeh/34_analysis.ipynb #15538c1f
+# %% ../../nbs/zeh/34_analysis.ipynb #87dfc5c9
 def zeh_table(df:pd.DataFrame, ranges:Iterable[int]=()) -> pd.DataFrame:
     "Table 3: per model, ZEH, limiter (a, b, expected, predicted, instance) and accuracy (overall and n <= each range)."
     rows = []
@@ -168,7 +172,7 @@ def zeh_table(df:pd.DataFrame, ranges:Iterable[int]=()) -> pd.DataFrame:
     for c in ('limiter_a', 'limiter_b'): out[c] = pd.array(out[c], dtype='Int64')
     return out
 
-# %% ../../nbs/zeh/34_analysis.ipynb #485eeae8
+# %% ../../nbs/zeh/34_analysis.ipynb #34d064fa
 def _grid_range(v) -> tuple[int, int]:
     if isinstance(v, (int, np.integer)): return 1, int(v)
     if isinstance(v, str):
@@ -180,6 +184,7 @@ def _key(k:str) -> tuple[int, int]:
     a, _, b = str(k).partition(',')
     return int(a), int(b)
 
+# %% ../../nbs/zeh/34_analysis.ipynb #6ffa2016
 def _read_json(path:Path, what:str):
     "The JSON in `path`, gunzipped first when its name ends in .gz."
     try:
@@ -192,6 +197,7 @@ def _json_stem(path:Path) -> str:
     "The file name without `.json` or `.json.gz`."
     return re.sub(r'\.json(\.gz)?$', '', path.name)
 
+# %% ../../nbs/zeh/34_analysis.ipynb #4ed9ba6b
 def read_grid_json(path:str|Path, params_b:float|None=None, model:str|None=None) -> pd.DataFrame:
     "The results table of one released per-model grid file (errors listed, everything else correct)."
     path = Path(path)
@@ -223,6 +229,7 @@ def read_grid_json(path:str|Path, params_b:float|None=None, model:str|None=None)
         raise NumcookError(f"{path.name}: correct={data['correct']} but the errors list leaves {int(df['correct'].sum())}")
     return df
 
+# %% ../../nbs/zeh/34_analysis.ipynb #135c2c2b
 def read_grid_dir(path:str|Path, params_b:dict[str, float]|None=None) -> pd.DataFrame:
     "All released grid files (`*.json` or `*.json.gz`) in a folder, as one results table sorted by model size."
     files = sorted([*Path(path).glob('*.json'), *Path(path).glob('*.json.gz')])
@@ -235,7 +242,7 @@ def read_grid_dir(path:str|Path, params_b:dict[str, float]|None=None) -> pd.Data
     order = df.groupby('model', sort=False)['params_b'].first().sort_values(kind='stable').index
     return pd.concat([df[df.model == m] for m in order], ignore_index=True)
 
-# %% ../../nbs/zeh/34_analysis.ipynb #01963e82
+# %% ../../nbs/zeh/34_analysis.ipynb #674ecbb9
 def write_frequency_json(pair_counts:dict, path:str|Path, summary:dict|None=None) -> Path:
     "Write `{(a, b): count}` (unordered pairs, stored once with a <= b) as a C4-style frequency file."
     merged = {}
@@ -248,6 +255,7 @@ def write_frequency_json(pair_counts:dict, path:str|Path, summary:dict|None=None
     path.write_text(json.dumps({'summary': summary, 'pair_counts': counts}, indent=1) + '\n')
     return path
 
+# %% ../../nbs/zeh/34_analysis.ipynb #3f0158f4
 def read_frequency_json(path:str|Path) -> dict[tuple[int, int], int]:
     "The `pair_counts` of a C4-style frequency file (`.json` or `.json.gz`) as `{(a, b): count}` with a <= b."
     data = _read_json(Path(path), 'frequency file')
@@ -258,7 +266,7 @@ def read_frequency_json(path:str|Path) -> dict[tuple[int, int], int]:
         out[k2] = out.get(k2, 0) + int(c)
     return out
 
-# %% ../../nbs/zeh/34_analysis.ipynb #13fe3269
+# %% ../../nbs/zeh/34_analysis.ipynb #6f3ca3da
 LOOKUPS = ('as_published', 'symmetric')
 
 def frequency_of(a:int, b:int, pair_counts:dict, lookup:str='symmetric') -> int:
@@ -267,6 +275,7 @@ def frequency_of(a:int, b:int, pair_counts:dict, lookup:str='symmetric') -> int:
     if lookup == 'symmetric': return int(pair_counts.get((min(a, b), max(a, b)), 0))
     raise did_you_mean(lookup, LOOKUPS, 'frequency lookup')
 
+# %% ../../nbs/zeh/34_analysis.ipynb #be7d25e5
 def frequency_correlation(df:pd.DataFrame, pair_counts:dict, lookup:str='symmetric') -> tuple[float, float]:
     "Spearman's rho (and its p-value) between corpus frequency and correctness over one model's instances."
     from scipy import stats  # deferred: scipy only for the statistics
@@ -277,6 +286,7 @@ def frequency_correlation(df:pd.DataFrame, pair_counts:dict, lookup:str='symmetr
     r = stats.spearmanr(freq, y)
     return float(r.statistic), float(r.pvalue)
 
+# %% ../../nbs/zeh/34_analysis.ipynb #d938117d
 def spearman_table(df:pd.DataFrame, pair_counts:dict) -> pd.DataFrame:
     "Table 4 with both lookups side by side: rho and p-value per model, as published and symmetric."
     rows = []
@@ -287,7 +297,7 @@ def spearman_table(df:pd.DataFrame, pair_counts:dict) -> pd.DataFrame:
                      'rho_symmetric': rs, 'p_value_as_published': pp, 'p_value_symmetric': ps})
     return pd.DataFrame(rows).sort_values('params_b', kind='stable').reset_index(drop=True)
 
-# %% ../../nbs/zeh/34_analysis.ipynb #87dfc5c9
+# %% ../../nbs/zeh/34_analysis.ipynb #24265e9b
 def structured_error_table(df:pd.DataFrame) -> pd.DataFrame:
     "Table 5: per model, total errors, structured errors (|pred - gold| in 10..100 step 10) and their rate."
     rows = []
@@ -298,7 +308,7 @@ def structured_error_table(df:pd.DataFrame) -> pd.DataFrame:
                      'structured_errors': int(s), 'structured_rate': s / len(wrong) if len(wrong) else float('nan')})
     return pd.DataFrame(rows).sort_values('params_b', kind='stable').reset_index(drop=True)
 
-# %% ../../nbs/zeh/34_analysis.ipynb #34d064fa
+# %% ../../nbs/zeh/34_analysis.ipynb #06230d6e
 CARRY_TERMS = ['const', 'carry', 'log10_size', 'carry_x_log10_size']
 
 def carry_design(df:pd.DataFrame, standardized:bool=False) -> tuple[pd.DataFrame, np.ndarray]:
@@ -314,6 +324,7 @@ def carry_design(df:pd.DataFrame, standardized:bool=False) -> tuple[pd.DataFrame
     X.insert(0, 'const', 1.0)
     return X, df['correct'].to_numpy(int)
 
+# %% ../../nbs/zeh/34_analysis.ipynb #705e3061
 @dataclass
 class CarryFit:
     "Table 6: the fitted coefficients and the likelihood-ratio test of the interaction."
@@ -324,6 +335,7 @@ class CarryFit:
     lr_p_value: float        # chi-squared (1 df) tail probability
     n: int                   # instances used
 
+# %% ../../nbs/zeh/34_analysis.ipynb #3dcee56b
 def carry_logit(df:pd.DataFrame, standardized:bool=True) -> CarryFit:
     "Fit correct ~ carry + log10(size) + carry x log10(size) (statsmodels Logit) with an LR test of the interaction."
     import statsmodels.api as sm  # deferred: statsmodels only for the regression
@@ -337,7 +349,7 @@ def carry_logit(df:pd.DataFrame, standardized:bool=True) -> CarryFit:
     lr = max(0.0, 2 * (full.llf - red.llf))
     return CarryFit(table, float(full.llf), float(red.llf), float(lr), float(stats.chi2.sf(lr, 1)), len(y))
 
-# %% ../../nbs/zeh/34_analysis.ipynb #6ffa2016
+# %% ../../nbs/zeh/34_analysis.ipynb #7c50df23
 def carry_logit_l2(df:pd.DataFrame, C:float=1.0, standardized:bool=True, iters:int=100) -> pd.DataFrame:
     "Table 6 coefficients with scikit-learn's L2 penalty (0.5 |slopes|^2 + C * log loss), as the authors fitted."
     X, y = carry_design(df, standardized)
@@ -352,7 +364,7 @@ def carry_logit_l2(df:pd.DataFrame, C:float=1.0, standardized:bool=True, iters:i
         if np.abs(step).max() < 1e-12: break
     return pd.DataFrame({'term': CARRY_TERMS, 'coef': beta, 'C': C, 'standardized': standardized})
 
-# %% ../../nbs/zeh/34_analysis.ipynb #4ed9ba6b
+# %% ../../nbs/zeh/34_analysis.ipynb #6140ec70
 def plot_error_map(ax, df:pd.DataFrame, n:int, show_zeh:bool=False, title:str|None=None):
     "Draw one Figure-3 panel on `ax`: errors (a down, b across) within n x n, accuracy, optionally the ZEH square."
     from matplotlib.patches import Rectangle  # deferred: matplotlib only for a plot

@@ -26,6 +26,7 @@ def multiplication_pattern(signs:Iterable[str]=DEFAULT_SIGNS, words:Iterable[str
     if not alts: raise NumcookError("give at least one multiplication sign or word")
     return re.compile(r'(?<![\w.,])(\d+)\s*(?:' + '|'.join(alts) + r')\s*(\d+)(?![\w]|[.,]\d)')
 
+# %% ../../nbs/zeh/35_corpus.ipynb #f21a8959
 def count_in_text(text:str, counts:dict, pattern:re.Pattern, lo:int=1, hi:int=99) -> int:
     "Add the multiplications found in `text` to `counts` ({(min, max): n}); returns how many were found."
     found = 0
@@ -35,7 +36,7 @@ def count_in_text(text:str, counts:dict, pattern:re.Pattern, lo:int=1, hi:int=99
             k = (min(a, b), max(a, b)); counts[k] = counts.get(k, 0) + 1; found += 1
     return found
 
-# %% ../../nbs/zeh/35_corpus.ipynb #ac6b209a
+# %% ../../nbs/zeh/35_corpus.ipynb #9b0b122b
 def corpus_files(paths:str|Path|Iterable[str|Path]) -> list[Path]:
     "The files of a corpus given as files and/or folders (folders walked recursively, sorted)."
     if isinstance(paths, (str, Path)): paths = [paths]
@@ -47,6 +48,7 @@ def corpus_files(paths:str|Path|Iterable[str|Path]) -> list[Path]:
     if not out: raise NumcookError("the corpus has no files")
     return out
 
+# %% ../../nbs/zeh/35_corpus.ipynb #80865b96
 def iter_documents(path:str|Path, text_field:str='text') -> Iterator[str]:
     "Stream the documents of one corpus file (.txt lines, .jsonl records' `text_field`, optionally .gz)."
     path = Path(path)
@@ -66,7 +68,7 @@ def iter_documents(path:str|Path, text_field:str='text') -> Iterator[str]:
             else:
                 yield line.rstrip('\n')
 
-# %% ../../nbs/zeh/35_corpus.ipynb #aeb7401b
+# %% ../../nbs/zeh/35_corpus.ipynb #e5ac10f4
 @dataclass
 class CorpusConfig:
     "What counts as a multiplication when counting a corpus."
@@ -76,6 +78,7 @@ class CorpusConfig:
     words: tuple = ()                             # multiplication words, e.g. ('times',)
     text_field: str = 'text'                      # JSON Lines field that holds a document's text
 
+# %% ../../nbs/zeh/35_corpus.ipynb #520fe314
 def count_corpus(paths, cfg:CorpusConfig|None=None) -> tuple[dict[tuple[int, int], int], dict]:
     "Count written multiplications a x b (unordered, lo <= a, b <= hi) over a streamed corpus."
     cfg = cfg or CorpusConfig()
@@ -94,6 +97,7 @@ def count_corpus(paths, cfg:CorpusConfig|None=None) -> tuple[dict[tuple[int, int
                'unique_pairs': len(counts), 'files': [f.name for f in files], 'operand_range': [cfg.lo, cfg.hi]}
     return counts, summary
 
+# %% ../../nbs/zeh/35_corpus.ipynb #4896f63a
 def count_corpus_to_file(paths, out:str|Path, cfg:CorpusConfig|None=None) -> Path:
     "Count a corpus and write the frequency file (`summary` + `pair_counts` keyed 'a,b' with a <= b)."
     counts, summary = count_corpus(paths, cfg)

@@ -40,7 +40,7 @@ def build_tree(seqs) -> TreeBatch:
     t = build_trie(seqs)
     return TreeBatch(torch.tensor(t.tokens, dtype=torch.long), torch.tensor(t.depth, dtype=torch.long), t.end_tensor(), t.paths)
 
-# %% ../../nbs/zeh/33_flashtree.ipynb #7950b2f1
+# %% ../../nbs/zeh/33_flashtree.ipynb #d4ec6d63
 def _as_batch(end:torch.Tensor) -> torch.Tensor:
     if end.dim() == 1: end = end[None]
     if end.dim() != 2: raise NumcookError(f"tree_end must have shape [N] or [batch, N], got {tuple(end.shape)}")
@@ -55,6 +55,7 @@ def tree_depth(end:torch.Tensor) -> torch.Tensor:
     closed.scatter_add_(1, end.long().clamp(0, N), torch.ones_like(end, dtype=torch.int64))
     return torch.arange(N, device=end.device) - closed.cumsum(1)[:, :N]
 
+# %% ../../nbs/zeh/33_flashtree.ipynb #40eb3e02
 def tree_parent(end:torch.Tensor) -> torch.Tensor:
     "Parent node of every node (-1 for children of the prompt), from `end` ([N] or [B, N])."
     end = _as_batch(end)
@@ -67,6 +68,7 @@ def tree_parent(end:torch.Tensor) -> torch.Tensor:
     par = (srt[pos.clamp(min=0)] % N).view(B, N)
     return torch.where(depth > 0, par, -1)
 
+# %% ../../nbs/zeh/33_flashtree.ipynb #ea6ec386
 def check_tree(end:torch.Tensor) -> torch.Tensor:
     "Raise `NumcookError` unless `end` describes DFS-ordered forests; return it as a [B, N] tensor."
     end = _as_batch(end)
@@ -81,7 +83,7 @@ def check_tree(end:torch.Tensor) -> torch.Tensor:
     if not bool(ok.all()): raise NumcookError("tree_end is not a DFS pre-order layout: subtrees overlap without nesting")
     return end
 
-# %% ../../nbs/zeh/33_flashtree.ipynb #d4ec6d63
+# %% ../../nbs/zeh/33_flashtree.ipynb #fde86de0
 def tree_attention_ref(q:torch.Tensor, # queries [B, H, N, D]
                        k:torch.Tensor, # keys [B, H_kv, P + N, D]
                        v:torch.Tensor, # values [B, H_kv, P + N, D]
@@ -99,7 +101,7 @@ def tree_attention_ref(q:torch.Tensor, # queries [B, H, N, D]
     o = F.scaled_dot_product_attention(q.to(ct), k.to(ct), v.to(ct), attn_mask=mask, scale=scale)
     return o.to(q.dtype)
 
-# %% ../../nbs/zeh/33_flashtree.ipynb #da2f05cf
+# %% ../../nbs/zeh/33_flashtree.ipynb #05d74a09
 @triton.jit
 def _online_softmax_tile(q, k, v, vis, qk_scale, m_i, l_i, acc, V, IEEE: tl.constexpr, DOT_DT: tl.constexpr):
     "Fold one tile of keys `k` / values `v`, visible where `vis`, into the running max, sum and output."
@@ -194,13 +196,14 @@ def _flashtree_fwd(
     tl.store(O + b * sob + h * soh + offs_m[:, None] * son + offs_d[None, :], out.to(O.dtype.element_ty),
              mask=row_ok[:, None] & d_ok[None, :])
 
-# %% ../../nbs/zeh/33_flashtree.ipynb #fde86de0
+# %% ../../nbs/zeh/33_flashtree.ipynb #ca7477e4
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 def _interpreting() -> bool:
     "Whether the kernel was built for Triton's CPU interpreter (TRITON_INTERPRET=1 when triton was imported)."
     return not isinstance(_flashtree_fwd, triton.runtime.JITFunction)
 
+# %% ../../nbs/zeh/33_flashtree.ipynb #30dfcb99
 def _check_inputs(q, k, v, tree_end):
     for name, t in (("query", q), ("key", k), ("value", v)):
         if t.dim() != 4: raise NumcookError(f"{name} must have shape [batch, heads, length, head_dim], got {tuple(t.shape)}")
@@ -222,6 +225,7 @@ def _check_inputs(q, k, v, tree_end):
         raise NumcookError("flashtree_attention on CPU tensors needs TRITON_INTERPRET=1 set before triton is imported (or use tree_attention_ref)")
     if q.device.type != "cpu" and _interpreting(): raise NumcookError("TRITON_INTERPRET=1 runs on CPU tensors only")
 
+# %% ../../nbs/zeh/33_flashtree.ipynb #6c281198
 def _launch_config(D, dtype, tree, interp, block_m=None, block_n=None, num_warps=None, num_stages=None):
     "Constexpr arguments and launch options of the kernel for head dim `D` and `dtype`."
     bm = block_m or (16 if interp else 64)
@@ -236,6 +240,7 @@ def _launch_config(D, dtype, tree, interp, block_m=None, block_n=None, num_warps
     opts = {} if interp else dict(num_warps=num_warps or (4 if bd <= 128 else 8), num_stages=num_stages or 2)
     return consts, opts
 
+# %% ../../nbs/zeh/33_flashtree.ipynb #7a766100
 def flashtree_attention(q:torch.Tensor, # queries [B, H, N, D], one row per trie node in DFS order
                         k:torch.Tensor, # keys [B, H_kv, P + N, D]: prompt prefix then the nodes
                         v:torch.Tensor, # values, like `k`
@@ -291,7 +296,7 @@ def compile_for_gpu(dtype:torch.dtype=torch.bfloat16, # input dtype
     src = ASTSource(_flashtree_fwd, sig, constexprs={(names.index(n),): v for n, v in consts.items()})
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=opts)
 
-# %% ../../nbs/zeh/33_flashtree.ipynb #dec604cd
+# %% ../../nbs/zeh/33_flashtree.ipynb #bb3cb3e9
 def _padded_causal_attention(q, k, v, attention_mask, scale):
     "Dense SDPA for calls that carry a padding mask ([B, kv_len] 0/1, or a prepared 4D mask) instead of a tree."
     B, H, N, D = q.shape
@@ -305,6 +310,7 @@ def _padded_causal_attention(q, k, v, attention_mask, scale):
     g = H // k.shape[1]
     return F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), attn_mask=mask, scale=scale)
 
+# %% ../../nbs/zeh/33_flashtree.ipynb #e76f2fb5
 def flashtree_attention_forward(module:torch.nn.Module, # the attention layer (unused)
                                 query:torch.Tensor, # [B, H, N, D]
                                 key:torch.Tensor, # [B, H_kv, P + N, D]
@@ -335,6 +341,7 @@ def flashtree_attention_forward(module:torch.nn.Module, # the attention layer (u
                         parent=tree_parent)
     return out, None
 
+# %% ../../nbs/zeh/33_flashtree.ipynb #0f1ff80d
 ATTN_IMPLEMENTATION = "tree_attention"  # the attn_implementation name that `register` uses by default
 
 def flashtree_mask(batch_size:int, q_length:int, kv_length:int, q_offset:int=0, kv_offset:int=0, mask_function=None,
@@ -342,6 +349,7 @@ def flashtree_mask(batch_size:int, q_length:int, kv_length:int, q_offset:int=0, 
     "transformers mask function: builds no (N × N) mask; passes a 2D padding mask [B, kv_len] through, or None."
     return None if attention_mask is None else attention_mask[:, kv_offset:kv_offset + kv_length]
 
+# %% ../../nbs/zeh/33_flashtree.ipynb #1cfd5f5f
 def register(name:str=ATTN_IMPLEMENTATION) -> str:
     "Register the attention and mask functions with transformers under `name`; returns `name`."
     if "flash" in name:
@@ -351,7 +359,7 @@ def register(name:str=ATTN_IMPLEMENTATION) -> str:
     AttentionMaskInterface.register(name, flashtree_mask)
     return name
 
-# %% ../../nbs/zeh/33_flashtree.ipynb #ca7477e4
+# %% ../../nbs/zeh/33_flashtree.ipynb #ed252e8b
 def tree_kwargs(end:torch.Tensor) -> dict:
     "The extra forward keyword arguments of a FlashTree trie pass (`tree_forward`'s `extra`): the nodes' parents."
     return {'tree_parent': tree_parent(end)}

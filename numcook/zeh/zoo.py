@@ -65,19 +65,21 @@ class ZooConfig:
 
 BACKENDS = ('auto', 'trained', 'synthetic')
 
-# %% ../../nbs/zeh/36_zoo.ipynb #6520726c
+# %% ../../nbs/zeh/36_zoo.ipynb #6dad6d37
 def pair_ranking(cfg:ZooConfig) -> list[tuple[int, int]]:
     "Unordered pairs (a <= b) from most to least frequent under `cfg.skew`."
     pairs = [(a, b) for a in range(1, cfg.max_operand + 1) for b in range(a, cfg.max_operand + 1)]
     if cfg.skew == 'operand': return sorted(pairs, key=lambda p: (p[0] * p[1], p[0]))
     r = rng(cfg.seed, 'zoo', 'shuffle'); r.shuffle(pairs); return pairs
 
+# %% ../../nbs/zeh/36_zoo.ipynb #02284aff
 def pair_probabilities(cfg:ZooConfig) -> dict[tuple[int, int], float]:
     "The Zipfian probability of each unordered pair: rank^-s, normalised."
     ranked = pair_ranking(cfg)
     w = np.arange(1, len(ranked) + 1, dtype=float) ** -cfg.zipf_s
     return dict(zip(ranked, w / w.sum()))
 
+# %% ../../nbs/zeh/36_zoo.ipynb #edaa1f4d
 def sample_training_pairs(cfg:ZooConfig) -> list[tuple[int, int]]:
     "The training set: `train_examples` ordered instances (a, b), a pair drawn by frequency then an order."
     probs = pair_probabilities(cfg)
@@ -90,6 +92,7 @@ def sample_training_pairs(cfg:ZooConfig) -> list[tuple[int, int]]:
         out.append((a, b) if r.random() < 0.5 else (b, a))
     return out
 
+# %% ../../nbs/zeh/36_zoo.ipynb #cb9c7d40
 def training_pair_counts(pairs) -> dict[tuple[int, int], int]:
     "Unordered pair counts of a training set (the zoo's 'corpus frequency', keys (min, max))."
     out = {}
@@ -97,11 +100,12 @@ def training_pair_counts(pairs) -> dict[tuple[int, int], int]:
         k = (min(a, b), max(a, b)); out[k] = out.get(k, 0) + 1
     return out
 
-# %% ../../nbs/zeh/36_zoo.ipynb #6dad6d37
+# %% ../../nbs/zeh/36_zoo.ipynb #f8473b6d
 def trained_backend_available() -> bool:
     "Whether numcook.nupa.train and numcook.zeh.verify are importable (the zoo can then really train and verify)."
     return all(importlib.util.find_spec(m) is not None for m in ('numcook.nupa.train', 'numcook.zeh.verify'))
 
+# %% ../../nbs/zeh/36_zoo.ipynb #edb0a543
 def resolve_backend(cfg:ZooConfig) -> str:
     "The backend `cfg` will use: 'trained' or 'synthetic'."
     if cfg.backend == 'auto': return 'trained' if trained_backend_available() else 'synthetic'
@@ -109,7 +113,7 @@ def resolve_backend(cfg:ZooConfig) -> str:
         raise NumcookError("backend 'trained' needs numcook.nupa.train and numcook.zeh.verify, which this install lacks; use 'synthetic'")
     return cfg.backend
 
-# %% ../../nbs/zeh/36_zoo.ipynb #60eab9d9
+# %% ../../nbs/zeh/36_zoo.ipynb #d26646f1
 _NOT_TENS = [x for x in range(1, 200) if x % 10]
 
 def synthetic_zoo_results(cfg:ZooConfig, pair_counts:dict) -> pd.DataFrame:
@@ -137,7 +141,7 @@ def synthetic_zoo_results(cfg:ZooConfig, pair_counts:dict) -> pd.DataFrame:
                              'a': a, 'b': b, 'gold': gold, 'pred': pred})
     return results_frame(recs, family='multiplication')
 
-# %% ../../nbs/zeh/36_zoo.ipynb #02284aff
+# %% ../../nbs/zeh/36_zoo.ipynb #95da42ed
 ZOO_PROMPT_INPUTS = {'baseline': '{a}*{b}=', 'compute': 'Compute {a} x {b}', 'product': 'What is the product of {a} and {b}?',
                      'eval': 'Evaluate: {a} * {b}', 'answer': '{a} x {b} = ?'}  # the user inputs of Table 1's prompts
 
@@ -147,6 +151,7 @@ def zoo_family():
     fam.prompts = {n: Prompt(n, '', t) for n, t in ZOO_PROMPT_INPUTS.items()}
     return fam
 
+# %% ../../nbs/zeh/36_zoo.ipynb #b92e9974
 def training_texts(cfg:ZooConfig, pairs) -> list[tuple[str, str]]:
     "(prompt text, answer) training pairs: each instance rendered with a seeded random prompt of `cfg.prompts`."
     fam, r = zoo_family(), rng(cfg.seed, 'zoo', 'prompts')
@@ -156,14 +161,17 @@ def training_texts(cfg:ZooConfig, pairs) -> list[tuple[str, str]]:
         out.append((render(p, Instance('multiplication', max(a, b), 0, [a, b], str(a * b), {'a': a, 'b': b})), str(a * b)))
     return out
 
+# %% ../../nbs/zeh/36_zoo.ipynb #c9259840
 def member_name(cfg:ZooConfig, k:int) -> str:
     "The name of zoo member `k` (its width and depth in it)."
     return f"zoo-{k}-h{cfg.hidden[k]}-l{cfg.layers[k]}"
 
+# %% ../../nbs/zeh/36_zoo.ipynb #b027b7f8
 def member_file(cfg:ZooConfig, k:int, path:str|Path) -> Path:
     "Where member `k` of the zoo cached in `path` keeps its per-instance results."
     return Path(path) / 'members' / f'{member_name(cfg, k)}.jsonl'
 
+# %% ../../nbs/zeh/36_zoo.ipynb #736378fa
 def build_member(cfg:ZooConfig, k:int, path:str|Path) -> Path:
     "Train (or load) member `k` with numcook.nupa.train and verify its grid with numcook.zeh.verify under every prompt; returns its results file."
     from numcook.lm.runtime import torch_threads, pick_device  # deferred: torch, for the trained backend only
@@ -200,7 +208,7 @@ def _train_and_verify(cfg:ZooConfig, k:int, path:Path, prompts:list[str], log:Js
             log.append({'model': name, 'params_b': params_b, 'prompt': prompt, 'a': a, 'b': b,
                         'gold': int(r['gold']), 'pred': r['output'], 'correct': bool(r['correct'])})
 
-# %% ../../nbs/zeh/36_zoo.ipynb #afec1f33
+# %% ../../nbs/zeh/36_zoo.ipynb #7038c36a
 ZOO_LAYOUT = 3   # cache layout version: 2 keeps each member's results in members/<name>.jsonl; 3: ZEH folders in the shared results schema
 
 _TRAINING_CODE = ('numcook.nupa.train', 'numcook.lm.models', 'numcook.lm.tokenizers', 'numcook.nupa.formats', 'numcook.core.seeds',
@@ -217,10 +225,12 @@ def zoo_key(cfg:ZooConfig, backend:str) -> str:
     key = {**dataclasses.asdict(cfg), 'backend': backend, 'layout': ZOO_LAYOUT, **(_trained_by() if backend == 'trained' else {})}
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=list).encode()).hexdigest()[:12]
 
+# %% ../../nbs/zeh/36_zoo.ipynb #69abe2e1
 def zoo_path(cfg:ZooConfig, cache_root:str|Path) -> Path:
     "The cache folder of zoo `cfg` under `cache_root`."
     return Path(cache_root) / zoo_key(cfg, resolve_backend(cfg))
 
+# %% ../../nbs/zeh/36_zoo.ipynb #8a86308b
 @dataclass
 class Zoo:
     "A built zoo: its per-instance results, corpus frequency file, backend and cache folder."
@@ -236,6 +246,7 @@ class Zoo:
         return ('offline zoo: tiny models trained by numcook' if self.backend == 'trained'
                 else 'SYNTHETIC zoo results (simulated, not trained; trends built in by construction)')
 
+# %% ../../nbs/zeh/36_zoo.ipynb #57e5f5cc
 def build_zoo(cfg:ZooConfig|None=None, cache_root:str|Path='../runs/zoo_cache') -> Zoo:
     "Build (or load from the cache) the zoo's corpus counts and every member's per-instance grid results."
     cfg = cfg or ZooConfig()
@@ -265,12 +276,13 @@ def build_zoo(cfg:ZooConfig|None=None, cache_root:str|Path='../runs/zoo_cache') 
     res = results_frame(read_jsonl(path / 'results.jsonl'), family='multiplication')
     return Zoo(res, freq, backend, path, cfg)
 
-# %% ../../nbs/zeh/36_zoo.ipynb #cb9c7d40
+# %% ../../nbs/zeh/36_zoo.ipynb #0fc307f7
 def _complete(cfg:ZooConfig, cache_root:str|Path) -> bool:
     "Whether the zoo `cfg` is fully built in `cache_root`."
     f = zoo_path(cfg, cache_root) / 'results.jsonl'
     return f.exists() and len(read_jsonl(f)) >= len(cfg.hidden) * len(cfg.prompts) * cfg.max_operand ** 2
 
+# %% ../../nbs/zeh/36_zoo.ipynb #bd7bc235
 def build_zoos(cfg:ZooConfig|None=None, seeds:Iterable[int]=(0, 1, 2), cache_root:str|Path='../runs/zoo_cache',
                workers:int=2) -> list[Zoo]:
     "The zoo `cfg` built (or loaded) once per seed in `seeds`, trained members spread over `workers` processes."
@@ -292,10 +304,12 @@ def _build_zoos(cfg:ZooConfig, cfgs:list, cache_root, workers:int) -> list[Zoo]:
             for f in progress(as_completed(futures), total=len(futures), desc='zoo members', unit='model'): f.result()
     return [build_zoo(c, cache_root) for c in cfgs]
 
+# %% ../../nbs/zeh/36_zoo.ipynb #903f5052
 def pooled_results(zoos:Iterable[Zoo]) -> pd.DataFrame:
     "The results of several zoos (seeds) in one table with a `seed` column."
     return pd.concat([z.results.assign(seed=z.config.seed) for z in zoos], ignore_index=True)
 
+# %% ../../nbs/zeh/36_zoo.ipynb #77be695f
 def mean_sem(df:pd.DataFrame, by:str|list[str], cols:Iterable[str]) -> pd.DataFrame:
     "Per group of `by`: each of `cols` averaged over the rows (seeds), with its standard error and the row count."
     g = df.groupby(by, sort=False)
