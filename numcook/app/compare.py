@@ -18,13 +18,14 @@ def is_timing_file(path:str|Path) -> bool:
     "Whether `path` holds wall-clock timings (its name starts with 'timings'), exempt from comparison."
     return Path(path).name.startswith('timings')
 
+# %% ../../nbs/app/94_compare.ipynb #8a06a384
 def output_hashes(out_dir:str|Path) -> dict[str, str]:
     "sha256 of every file under `out_dir` except timing files, by relative path: equal dicts mean byte-identical outputs."
     d = Path(out_dir)
     return {p.relative_to(d).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob('*'))
             if p.is_file() and not is_timing_file(p)}
 
-# %% ../../nbs/app/94_compare.ipynb #8a06a384
+# %% ../../nbs/app/94_compare.ipynb #ab453745
 SIGNIFICANT = 6                                      # significant digits of every float a figure's CSV or JSON holds
 TOLERANCE = {'rel': 10.0 ** (1 - SIGNIFICANT), 'abs': 1e-9}   # one unit in the last printed digit; absolute, near zero
 
@@ -36,6 +37,7 @@ def close(a:float, b:float, tol:dict=TOLERANCE) -> bool:
     if math.isinf(a) or math.isinf(b): return a == b
     return abs(a - b) <= max(tol['abs'], tol['rel'] * max(abs(a), abs(b)))
 
+# %% ../../nbs/app/94_compare.ipynb #1fe7fc1a
 def _tokens(s:str) -> list:
     "`s` as alternating words (str) and numbers (float)."
     out, at = [], 0
@@ -43,6 +45,7 @@ def _tokens(s:str) -> list:
         out += [s[at:m.start()], float(m.group().replace(',', ''))]; at = m.end()
     return out + [s[at:]]
 
+# %% ../../nbs/app/94_compare.ipynb #b1279764
 def text_difference(a:str, b:str, tol:dict=TOLERANCE) -> str|None:
     "None when texts `a` and `b` have the same words and numbers within `tol`; else the first pair that differs."
     ta, tb = _tokens(a), _tokens(b)
@@ -52,7 +55,7 @@ def text_difference(a:str, b:str, tol:dict=TOLERANCE) -> str|None:
         if not same: return f'{x!r} against {y!r}' + (f' in {a!r}' if len(a) < 80 else '')
     return None
 
-# %% ../../nbs/app/94_compare.ipynb #ab453745
+# %% ../../nbs/app/94_compare.ipynb #00fc16a2
 def _csv(text:str) -> list[list[str]]: return list(csv.reader(io.StringIO(text)))
 
 def _csv_differences(name:str, a:str, b:str, tol:dict) -> list[str]:
@@ -67,6 +70,7 @@ def _csv_differences(name:str, a:str, b:str, tol:dict) -> list[str]:
             elif (why := text_difference(u, v, tol)): out.append(f'{name} row {i} {col}: {why}')
     return out
 
+# %% ../../nbs/app/94_compare.ipynb #a3f1b996
 def _json_differences(where:str, a, b, tol:dict) -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         if a.keys() != b.keys(): return [f'{where}: other keys']
@@ -78,6 +82,7 @@ def _json_differences(where:str, a, b, tol:dict) -> list[str]:
         return [] if close(float(a), float(b), tol) else [f'{where}: {a!r} against {b!r}']
     return [] if a == b else [f'{where}: {a!r} against {b!r}']
 
+# %% ../../nbs/app/94_compare.ipynb #dc2ce0fa
 def file_differences(name:str, a:bytes, b:bytes, tol:dict=TOLERANCE) -> list[str]:
     "How file `name` written as `a` and as `b` differs beyond `tol`: [] when the same bytes or the same numbers and verdicts."
     if a == b: return []
@@ -94,7 +99,7 @@ def file_differences(name:str, a:bytes, b:bytes, tol:dict=TOLERANCE) -> list[str
     return [f'{name} line {i}: {why}' for i, (x, y) in enumerate(zip(ta.splitlines(), tb.splitlines()), 1)
             if (why := text_difference(x, y, tol))] or ([] if len(ta.splitlines()) == len(tb.splitlines()) else [f'{name}: other line count'])
 
-# %% ../../nbs/app/94_compare.ipynb #1fe7fc1a
+# %% ../../nbs/app/94_compare.ipynb #3ddf2506
 def compare_folders(a:str|Path, b:str|Path, tol:dict=TOLERANCE) -> dict:
     "How output folder `b` compares with `a`: {'kind': 'same bytes'|'same numbers'|'differs', 'differences': [...], 'other_bytes': [...], 'other_code': bool}."
     a, b = Path(a), Path(b)
@@ -109,7 +114,7 @@ def compare_folders(a:str|Path, b:str|Path, tol:dict=TOLERANCE) -> dict:
     fp = lambda d: json.loads((d / 'config.json').read_text(encoding='utf-8')).get('fingerprint') if (d / 'config.json').is_file() else None
     return {'kind': kind, 'differences': diffs, 'other_bytes': other, 'other_code': fp(a) != fp(b)}
 
-# %% ../../nbs/app/94_compare.ipynb #b1279764
+# %% ../../nbs/app/94_compare.ipynb #20938c08
 def _git_figures(root:Path, rev:str, dest:Path) -> Path:
     "Extract `figures/` as committed at `rev` into `dest`; the extracted figures folder."
     try: data = subprocess.run(['git', 'archive', '--format=tar', rev, 'figures'], cwd=root, capture_output=True, check=True).stdout
@@ -119,6 +124,7 @@ def _git_figures(root:Path, rev:str, dest:Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(data)) as t: t.extractall(dest, filter='data')
     return dest / 'figures'
 
+# %% ../../nbs/app/94_compare.ipynb #8fde5278
 def committed_differences(root:str|Path, names:list[str], rev:str='HEAD', tol:dict=TOLERANCE) -> dict[str, dict]:
     "Each notebook of `names` (stems) compared: its committed `figures/NAME/` at git `rev` against the one in the working tree of checkout `root`."
     root = Path(root)
@@ -126,6 +132,7 @@ def committed_differences(root:str|Path, names:list[str], rev:str='HEAD', tol:di
         old = _git_figures(root, rev, Path(d))
         return {n: compare_folders(old / n, root / 'figures' / n, tol) for n in names}
 
+# %% ../../nbs/app/94_compare.ipynb #62e2b2c7
 def describe(results:dict[str, dict], rev:str='HEAD') -> str:
     "The lines `numcook repro` prints for `committed_differences`' results: one per notebook, then each difference."
     lines = []

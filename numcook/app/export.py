@@ -37,29 +37,32 @@ class ExportConfig:
     gsm_seed: int = param(0, lo=0)   # seed of the GSM problems
     gsm_max_new_tokens: int = param(256, lo=1)  # GSM generation budget (as `numcook eval gsm`)
 
-# %% ../../nbs/app/93_export.ipynb #da3ef8ea
+# %% ../../nbs/app/93_export.ipynb #be761da4
 def process_nupa(doc:dict, results:list[str]) -> dict:
     "lm-eval `process_results` of a NUPA task: numcook's exact match, digit match and dlength of the generation."
     from numcook.nupa.evaluate import score_output  # deferred: torch, only when lm_eval scores
     s = score_output(dict(doc), results[0])
     return {m: s[m] for m in ('exact_match', 'digit_match', 'dlength')}
 
+# %% ../../nbs/app/93_export.ipynb #ed18be7d
 def process_gsm(doc:dict, results:list[str]) -> dict:
     "lm-eval `process_results` of a GSM-Infinite task: 1.0 when numcook reads the right answer from the reply."
     return {'exact_match': float(score_reply(dict(doc), results[0])['correct'])}
 
+# %% ../../nbs/app/93_export.ipynb #8c197a06
 def with_budget(request, doc:dict):
     "lm-eval request `request` (an `Instance` whose arguments are the context and the generation settings) with its document's own answer budget."
     ctx, gen, *rest = request.arguments
     request.arguments = (ctx, {**gen, 'max_gen_toks': int(doc['max_new_tokens'])}, *rest)
     return request
 
+# %% ../../nbs/app/93_export.ipynb #bca51a8c
 def load_docs(path:str|Path) -> dict:
     "The documents of an exported data file as lm-eval's `custom_dataset` returns them: `{'test': Dataset}`."
     import datasets  # deferred: lm_eval's datasets, present where lm_eval runs
     return {'test': datasets.Dataset.from_list(read_jsonl(path, strict=True))}
 
-# %% ../../nbs/app/93_export.ipynb #36645f2a
+# %% ../../nbs/app/93_export.ipynb #ca498bb7
 def _yaml(task:str, tag:str, data_file:str, process:str, metrics:list[tuple[str, bool]], max_gen_toks:int, version:str,
           cls:str|None=None) -> str:
     q = json.dumps
@@ -73,6 +76,7 @@ def _yaml(task:str, tag:str, data_file:str, process:str, metrics:list[tuple[str,
     lines += ['metadata:', '  version: 1.0', f'  numcook: {q(version)}']
     return '\n'.join(lines) + '\n'
 
+# %% ../../nbs/app/93_export.ipynb #b7f7f49b
 UTILS_PY = '''"Loading and scoring of the numcook tasks: numcook's own code (install numcook where lm_eval runs)."
 from pathlib import Path
 from lm_eval.api.task import ConfigurableTask
@@ -92,7 +96,7 @@ class NupaTask(ConfigurableTask):
 
 NUPA_METRICS = [('exact_match', True), ('digit_match', True), ('dlength', False)]
 
-# %% ../../nbs/app/93_export.ipynb #08a8999b
+# %% ../../nbs/app/93_export.ipynb #a4a0c81e
 EXPORT_LIMIT_BYTES = 4e9   # an export estimated larger than this asks for --yes (the default export: about 2 GB)
 
 def export_plan(cfg:ExportConfig) -> tuple[list[str], list[int]|None, list[str]]:
@@ -109,12 +113,14 @@ def export_plan(cfg:ExportConfig) -> tuple[list[str], list[int]|None, list[str]]
     if not names and not subsets: raise NumcookError("nothing to export: give NUPA --tasks or --gsm-subsets")
     return names, lengths, subsets
 
+# %% ../../nbs/app/93_export.ipynb #9363deaf
 def _task_lengths(name:str, lengths:list[int]|None) -> list[int]:
     "The lengths a NUPA task is exported at: `lengths` up to its largest, or all of its own."
     from numcook.nupa.tasks import get_task  # deferred: the NUPA task registry
     top = get_task(name).max_length
     return [L for L in lengths if L <= top] if lengths is not None else list(range(1, top + 1))
 
+# %% ../../nbs/app/93_export.ipynb #a95b26a0
 def export_estimate(cfg:ExportConfig) -> tuple[int, int, float]:
     "(NUPA items, GSM problems, bytes) an export of `cfg` writes: a NUPA item about 300 + 10 bytes per digit of length (its prompt holds its question)."
     from numcook.gsm.generate import GenerateConfig, generate_estimate  # deferred: the GSM generator
@@ -124,6 +130,7 @@ def export_estimate(cfg:ExportConfig) -> tuple[int, int, float]:
     gsm = [generate_estimate(GenerateConfig(s, cfg.gsm_ops, cfg.gsm_per_op, cfg.gsm_context, cfg.gsm_seed)) for s in subsets]
     return items, sum(p for p, _ in gsm), size + sum(2 * b for _, b in gsm)   # (a GSM document holds the problem twice: as problem and in its prompt)
 
+# %% ../../nbs/app/93_export.ipynb #91072e67
 def _nupa_tasks(cfg:ExportConfig, out:Path, version:str, names:list[str], lengths:list[int]|None) -> list[str]:
     from numcook.nupa.generate import generate        # (two modules' `generate`: each exporter imports its own)
     from numcook.nupa.scoring import make_prompt               # (deferred too)
@@ -141,6 +148,7 @@ def _nupa_tasks(cfg:ExportConfig, out:Path, version:str, names:list[str], length
         done.append(f'numcook_nupa_{name}')
     return done
 
+# %% ../../nbs/app/93_export.ipynb #5082f557
 GSM_FIELDS = ('id', 'subset', 'mode', 'template', 'op', 'target_length', 'problem', 'question', 'answer')
 
 def _gsm_docs(cfg:ExportConfig, subsets:list[str]) -> dict[str, list[dict]]:
@@ -149,6 +157,7 @@ def _gsm_docs(cfg:ExportConfig, subsets:list[str]) -> dict[str, list[dict]]:
     return {subset: [{**{k: p.get(k) for k in GSM_FIELDS}, 'prompt': gsm_prompt(p)}
                      for p in generate(subset, cfg.gsm_ops, cfg.gsm_per_op, cfg.gsm_context, cfg.gsm_seed)] for subset in subsets}
 
+# %% ../../nbs/app/93_export.ipynb #fb2be1b5
 def _gsm_tasks(cfg:ExportConfig, out:Path, version:str, docs:dict[str, list[dict]]) -> list[str]:
     done = []
     for subset, recs in docs.items():
@@ -158,12 +167,14 @@ def _gsm_tasks(cfg:ExportConfig, out:Path, version:str, docs:dict[str, list[dict
         done.append(f'numcook_gsm_{subset}')
     return done
 
+# %% ../../nbs/app/93_export.ipynb #fc5177c1
 _OWN = re.compile(r'numcook_(nupa|gsm)_\w+\.yaml|data/(nupa|gsm)_\w+\.jsonl|utils\.py|README\.md')  # the only files an export writes (and removes)
 
 def task_files(tasks:list[str]) -> list[str]:
     "The files (relative to the export folder) of lm-eval tasks `tasks`: each one's YAML and its data."
     return [f for t in tasks for f in (f'{t}.yaml', f"data/{t.removeprefix('numcook_')}.jsonl")]
 
+# %% ../../nbs/app/93_export.ipynb #da9983f2
 def previous_export(out:Path) -> list[str]:
     "The files an earlier export wrote into `out` (its config.json says which); a folder that holds anything else is refused."
     if not out.is_dir() or not any(out.iterdir()): return []
@@ -175,6 +186,7 @@ def previous_export(out:Path) -> list[str]:
     files = old['files'] if isinstance(old.get('files'), list) else task_files(old.get('lm_eval_tasks') or []) + ['utils.py', 'README.md']
     return [f for f in files if isinstance(f, str) and _OWN.fullmatch(f)]
 
+# %% ../../nbs/app/93_export.ipynb #1161c2d3
 def export_lm_eval(out:str|Path, cfg:ExportConfig|None=None, yes:bool=False) -> list[str]:
     "Write the NUPA and GSM-Infinite tasks of `cfg` into folder `out` as lm-evaluation-harness tasks (replacing an earlier export there); return their names."
     from numcook.gsm.generate import confirm_context, parse_context  # deferred: the GSM generator
@@ -204,13 +216,14 @@ def export_lm_eval(out:str|Path, cfg:ExportConfig|None=None, yes:bool=False) -> 
         save_config(cfg, out / 'config.json', lm_eval_tasks=tasks, files=files, _complete=True)
     return tasks
 
-# %% ../../nbs/app/93_export.ipynb #7717d09a
+# %% ../../nbs/app/93_export.ipynb #96e09d54
 @dataclass(kw_only=True)
 class ExportCommand(ExportConfig):
     "The flags of `numcook export lm-eval`: an `ExportConfig` and where it goes."
     out: str = param()               # folder for the task YAMLs, data and utils.py (an earlier export there is replaced)
     yes: bool = param(False, negative='')  # go ahead when the estimated export is very large
 
+# %% ../../nbs/app/93_export.ipynb #bbc1e310
 def export_command(c:ExportCommand) -> int:
     "`numcook export lm-eval --out DIR ...`"
     cfg = ExportConfig(**{k: getattr(c, k) for k in ExportConfig.__dataclass_fields__})

@@ -42,6 +42,7 @@ def save_csv(df:pd.DataFrame, path:str|Path, index:bool=False, **kwargs) -> Path
     df.to_csv(path, index=index, float_format=f'%.{SIGNIFICANT}g', lineterminator='\n', **kwargs)
     return path
 
+# %% ../../nbs/app/92_gallery.ipynb #9afa4d06
 def _rounded(v):
     "`v` with every float in it rounded to SIGNIFICANT significant digits."
     if isinstance(v, float): return float(f'{v:.{SIGNIFICANT}g}')
@@ -49,13 +50,14 @@ def _rounded(v):
     if isinstance(v, (list, tuple)): return [_rounded(x) for x in v]
     return v
 
+# %% ../../nbs/app/92_gallery.ipynb #4068b4cd
 def save_json(obj, path:str|Path) -> Path:
     "Write `obj` as indented JSON to `path`, every float with SIGNIFICANT significant digits."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(_rounded(to_jsonable(obj)), indent=2, ensure_ascii=False) + '\n', encoding='utf-8')
     return path
 
-# %% ../../nbs/app/92_gallery.ipynb #9afa4d06
+# %% ../../nbs/app/92_gallery.ipynb #c159dddd
 def published(name:str) -> pd.DataFrame:
     "The paper's printed numbers `data/published/NAME.csv`; its `paper` and `source` columns say where they come from."
     d = checkout() / 'data' / 'published'
@@ -66,7 +68,7 @@ def published(name:str) -> pd.DataFrame:
     if missing: raise NumcookError(f"data/published/{name}.csv lacks the column(s) {', '.join(missing)}: every file names its paper and source")
     return df
 
-# %% ../../nbs/app/92_gallery.ipynb #4068b4cd
+# %% ../../nbs/app/92_gallery.ipynb #b770f931
 def beside(measured:pd.DataFrame, paper:pd.DataFrame, on:str|list[str], cols:Iterable[str]) -> pd.DataFrame:
     "`measured` with the paper's `cols` joined on the key column(s) `on`, as `paper_<col>` right after each measured `<col>`."
     on, cols = ([on] if isinstance(on, str) else list(on)), list(cols)
@@ -80,7 +82,7 @@ def beside(measured:pd.DataFrame, paper:pd.DataFrame, on:str|list[str], cols:Ite
     order = [x for c in measured.columns for x in ([c, f'paper_{c}'] if c in cols else [c])]
     return out[order + [f'paper_{c}' for c in cols if c not in measured.columns]]
 
-# %% ../../nbs/app/92_gallery.ipynb #516f3c1d
+# %% ../../nbs/app/92_gallery.ipynb #b15ff20f
 def _code_cells(nb:Path) -> list[list[str]]:
     "The notebook's cells as [cell type, source] pairs, without outputs or metadata."
     cells = json.loads(Path(nb).read_text(encoding='utf-8'))['cells']
@@ -92,6 +94,7 @@ def _parse(src:str, where:str) -> ast.AST:
     try: return ast.parse(src)
     except SyntaxError as e: raise NumcookError(f"cannot parse {where} (line {e.lineno}): {e.msg}") from None
 
+# %% ../../nbs/app/92_gallery.ipynb #fa8dc305
 def _module_files(dotted:str, pkg:Path) -> set[str]:
     "The files of numcook module `dotted` ('zeh.verify', or a package like 'zeh') and of the packages above it, relative to `pkg`."
     parts, out = [p for p in dotted.split('.') if p], set()
@@ -101,6 +104,7 @@ def _module_files(dotted:str, pkg:Path) -> set[str]:
     elif (pkg / Path(*parts, '__init__.py')).is_file(): out.add(Path(*parts, '__init__.py').as_posix())
     return out if len(out) > 1 or not parts else set()
 
+# %% ../../nbs/app/92_gallery.ipynb #66569453
 def _imported_modules(tree:ast.AST, pkg:Path, inside:str|None=None) -> set[str]:
     "The files of the numcook modules (paths in `pkg`, like 'zeh/verify.py') that `tree` imports; `inside`: the file of the importing module, whose relative imports count."
     found = set()
@@ -120,6 +124,7 @@ def _imported_modules(tree:ast.AST, pkg:Path, inside:str|None=None) -> set[str]:
                 found |= _module_files(f'{mod}.{a.name}' if mod else a.name, pkg)
     return found
 
+# %% ../../nbs/app/92_gallery.ipynb #87933857
 def module_closure(tree:ast.AST, pkg:Path) -> set[str]:
     "The files of every numcook module that `tree` imports, directly or through other numcook modules (paths in `pkg`)."
     todo, mods = set(_imported_modules(tree, pkg)), set()
@@ -128,13 +133,14 @@ def module_closure(tree:ast.AST, pkg:Path) -> set[str]:
         todo |= _imported_modules(_parse((pkg / m).read_text(encoding='utf-8'), f'numcook/{m}'), pkg, inside=m) - mods
     return mods
 
+# %% ../../nbs/app/92_gallery.ipynb #547e3106
 def _published_names(tree:ast.AST) -> set[str]:
     "The literal names in `published('NAME')` calls."
     return {n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
             and getattr(n.func, 'id', getattr(n.func, 'attr', None)) == 'published'
             and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)}
 
-# %% ../../nbs/app/92_gallery.ipynb #cc0b01c0
+# %% ../../nbs/app/92_gallery.ipynb #d0188afe
 def _sha(b:bytes) -> str: return hashlib.sha256(b).hexdigest()
 
 def _rel(p:Path, root:Path) -> str:
@@ -142,6 +148,7 @@ def _rel(p:Path, root:Path) -> str:
     try: return Path(p).resolve().relative_to(root).as_posix()
     except ValueError: return f'external:{Path(p).name}'
 
+# %% ../../nbs/app/92_gallery.ipynb #e19871b3
 def _data_files(data:Iterable[str|Path]) -> list[Path]:
     "The files named by `data`, folders expanded to every file below them (hidden ones skipped)."
     out = []
@@ -152,6 +159,7 @@ def _data_files(data:Iterable[str|Path]) -> list[Path]:
         else: raise NumcookError(f"data file {d} does not exist")
     return out
 
+# %% ../../nbs/app/92_gallery.ipynb #a87c2eff
 def fingerprint(notebook:str|Path, data:Iterable[str|Path]=()) -> dict:
     "The fingerprint (sha256) of a papers_repro notebook's sources, its numcook modules (transitively) and its `data`, with each input's hash."
     nb = notebook_path(notebook)
@@ -173,7 +181,7 @@ def fingerprint(notebook:str|Path, data:Iterable[str|Path]=()) -> dict:
     return {'notebook': _rel(nb, root), 'fingerprint': total, 'inputs': inputs,
             'data': sorted(_rel(f, root) for f in _data_files(data))}
 
-# %% ../../nbs/app/92_gallery.ipynb #b15ff20f
+# %% ../../nbs/app/92_gallery.ipynb #b50e9eed
 VERSIONED = ('numcook', 'numpy', 'pandas', 'scipy', 'statsmodels', 'matplotlib', 'torch', 'transformers', 'triton')
 
 def _versions() -> dict:
@@ -186,11 +194,13 @@ def _versions() -> dict:
     if lock.is_file(): out['constraints_sha256'] = _sha(lock.read_bytes())   # (make env installs through constraints.txt)
     return out
 
+# %% ../../nbs/app/92_gallery.ipynb #596d6168
 def _portable(v, root:Path):
     "A parameter value with every absolute path in it (a comma list too) made relative to the checkout, or 'external:NAME'."
     if not isinstance(v, str) or '/' not in v: return v
     return ','.join(_rel(Path(s), root) if Path(s).is_absolute() else s for s in v.split(','))
 
+# %% ../../nbs/app/92_gallery.ipynb #05b03fc3
 def write_config(out_dir:str|Path, params:dict, notebook:str|Path, data:Iterable[str|Path]=(), **extra) -> Path:
     "Write `config.json` into `out_dir`: the `params` (no machine paths), library versions and the fingerprint of `notebook`, its modules and `data`."
     fp = fingerprint(notebook, data)
@@ -203,7 +213,7 @@ def write_config(out_dir:str|Path, params:dict, notebook:str|Path, data:Iterable
     path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + '\n', encoding='utf-8')
     return path
 
-# %% ../../nbs/app/92_gallery.ipynb #043e4d02
+# %% ../../nbs/app/92_gallery.ipynb #6bd67ad1
 def _staleness(nb:Path, root:Path) -> str|None:
     "Why the committed figures of notebook `nb` are stale, or None when they are fresh."
     cfg_path = root / 'figures' / nb.stem / 'config.json'
@@ -225,6 +235,7 @@ def _staleness(nb:Path, root:Path) -> str|None:
     if odd: return 'made with non-default parameters: ' + ', '.join(odd)
     return None
 
+# %% ../../nbs/app/92_gallery.ipynb #50fc261f
 def stale_figures(root:str|Path|None=None) -> list[str]:
     "One line per papers_repro notebook whose committed `figures/NAME/config.json` is missing or stale, with the command to rerun."
     root = repo_root(root) if root is not None else checkout()

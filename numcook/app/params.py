@@ -23,6 +23,7 @@ def checkout() -> Path:
     try: return repo_root(Path(numcook.__file__).parent)
     except NumcookError: return repo_root()
 
+# %% ../../nbs/app/95_params.ipynb #df565934
 def notebook_path(notebook:str|Path) -> Path:
     "A papers_repro notebook given by stem, file name or path."
     p = Path(notebook)
@@ -31,7 +32,7 @@ def notebook_path(notebook:str|Path) -> Path:
     if p.stem not in nbs: raise did_you_mean(p.stem, nbs, 'reproduction notebook')
     return nbs[p.stem]
 
-# %% ../../nbs/app/95_params.ipynb #332de7b5
+# %% ../../nbs/app/95_params.ipynb #9531b23b
 def _cells(nb:Path) -> list[dict]: return json.loads(nb.read_text(encoding='utf-8'))['cells']
 def _source(c:dict) -> str: return ''.join(c['source']) if isinstance(c['source'], list) else c['source']
 
@@ -39,6 +40,7 @@ def parameters_source(notebook:str|Path) -> str:
     "The source of the notebook's cell tagged `parameters` ('' when it has none)."
     return next((_source(c) for c in _cells(notebook_path(notebook)) if 'parameters' in c.get('metadata', {}).get('tags', [])), '')
 
+# %% ../../nbs/app/95_params.ipynb #9abb5e3a
 def param_lines(notebook:str|Path) -> list[dict]:
     "Each parameter of the notebook's `parameters` cell: its name, type (annotation), literal default and help (comment)."
     src = parameters_source(notebook)
@@ -51,13 +53,15 @@ def param_lines(notebook:str|Path) -> list[dict]:
                             default=ast.literal_eval(n.value), help=comments.get(n.lineno, '')))
     return out
 
+# %% ../../nbs/app/95_params.ipynb #eb18f783
 def param_defaults(notebook:str|Path) -> dict:
     "Name -> default of each parameter of the notebook."
     return {p['name']: p['default'] for p in param_lines(notebook)}
 
-# %% ../../nbs/app/95_params.ipynb #9531b23b
+# %% ../../nbs/app/95_params.ipynb #ccd6aa98
 def _class_name(stem:str) -> str: return ''.join(w.title() for w in re.split(r'[^0-9a-zA-Z]+', stem) if w) + 'Params'
 
+# %% ../../nbs/app/95_params.ipynb #f4957fc8
 def notebook_params(notebook:str|Path, # a papers_repro notebook (stem, file name or path)
                     **rules) -> type: # parameter -> dict(lo=, hi=, lo_open=, choices=): its range or choices
     "A frozen dataclass of the notebook's parameters: type, default and help from its `parameters` cell, ranges from `rules`."
@@ -69,7 +73,7 @@ def notebook_params(notebook:str|Path, # a papers_repro notebook (stem, file nam
         'numcook': dict(rules.get(p['name'], {})), 'help': p['help']})) for p in lines]
     return dataclasses.make_dataclass(_class_name(nb.stem), fields, frozen=True, kw_only=True)
 
-# %% ../../nbs/app/95_params.ipynb #9b21a83e
+# %% ../../nbs/app/95_params.ipynb #d852870b
 def injected(namespace:dict) -> set[str]:
     "Names papermill assigned in this kernel's `# Parameters` cell, read from IPython's input history `In` (empty outside papermill)."
     out = set()
@@ -80,7 +84,7 @@ def injected(namespace:dict) -> set[str]:
         out |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     return out
 
-# %% ../../nbs/app/95_params.ipynb #ac4c7098
+# %% ../../nbs/app/95_params.ipynb #3d043507
 def _typed(name:str, v, kind:str|None):
     "`v` as parameter `name` of type `kind` wants it, else a ValueError saying what was expected."
     if kind == 'bool':
@@ -94,12 +98,13 @@ def _typed(name:str, v, kind:str|None):
         return parse_value(v, int if kind == 'int' else float)
     return v
 
+# %% ../../nbs/app/95_params.ipynb #aa26a02e
 def _given(namespace:dict, defaults:dict) -> dict:
     "The values that were asked for: injected by papermill, or (in an interactive kernel) other than the default."
     names = injected(namespace)
     return {k: namespace[k] for k in defaults if k in namespace and (k in names or namespace[k] != defaults[k])}
 
-# %% ../../nbs/app/95_params.ipynb #ccd6aa98
+# %% ../../nbs/app/95_params.ipynb #c5134179
 def _with_preset(nb:Path, values:dict, given:dict, scales:dict|None, defaults:dict) -> dict:
     "`values` with the preset `values['scale']` names applied under what was `given`."
     if not scales: return values
@@ -110,6 +115,7 @@ def _with_preset(nb:Path, values:dict, given:dict, scales:dict|None, defaults:di
         if k not in values: raise did_you_mean(k, values, f'parameter of {nb.stem}')
     return {**values, **{k: v for k, v in preset.items() if k not in given}}
 
+# %% ../../nbs/app/95_params.ipynb #cc7769b1
 def _redirect(nb:Path, values:dict, defaults:dict) -> dict:
     "`values` with a default `out_dir` moved to `runs/figures/` when other parameters are not the defaults (said in a line)."
     odd = {k: v for k, v in values.items() if k != 'out_dir' and k in defaults and v != defaults[k]}
@@ -119,7 +125,7 @@ def _redirect(nb:Path, values:dict, defaults:dict) -> dict:
           f"runs/figures/{nb.stem}-{tag}/, not to the committed figures/{nb.stem}/ (give out_dir to choose)")
     return {**values, 'out_dir': f'../runs/figures/{nb.stem}-{tag}'}
 
-# %% ../../nbs/app/95_params.ipynb #84388715
+# %% ../../nbs/app/95_params.ipynb #eb7ca512
 def check_params(notebook:str|Path, # the papers_repro notebook (stem, file name or path)
                  namespace:dict, # where its parameters are (the notebook's `globals()`): checked values go back there
                  paths:Iterable[str]=('out_dir',), # parameters that are paths, read relative to the notebook's folder
@@ -143,11 +149,12 @@ def check_params(notebook:str|Path, # the papers_repro notebook (stem, file name
         namespace[f.name] = str(v if Path(v).is_absolute() else (root / v).resolve()) if f.name in paths and isinstance(v, str) and v else v
     return params
 
-# %% ../../nbs/app/95_params.ipynb #f39cdb50
+# %% ../../nbs/app/95_params.ipynb #0bbda0bf
 def _code(nb:Path) -> ast.Module:
     src = '\n'.join(_source(c) for c in _cells(nb) if c['cell_type'] == 'code')
     return ast.parse('\n'.join('' if l.lstrip().startswith(('%', '!')) else l for l in src.splitlines()))
 
+# %% ../../nbs/app/95_params.ipynb #9466dc88
 def _literal(node:ast.AST, names:dict):
     "The value of a literal, a `dict(k=literal)` call or a name assigned one; None when it is none of these."
     if isinstance(node, ast.Name): return _literal(names[node.id], names) if node.id in names else None
@@ -158,6 +165,7 @@ def _literal(node:ast.AST, names:dict):
     try: return ast.literal_eval(node)
     except ValueError: return None
 
+# %% ../../nbs/app/95_params.ipynb #e0139273
 def declared_rules(notebook:str|Path) -> tuple[dict, dict]:
     "The `rules` and `scales` the notebook's `check_params` call declares, read from its code."
     tree = _code(notebook_path(notebook))
@@ -167,12 +175,13 @@ def declared_rules(notebook:str|Path) -> tuple[dict, dict]:
     kw = {k.arg: _literal(k.value, names) for k in call.keywords if k.arg not in ('paths',)}
     return {k: v for k, v in kw.items() if k != 'scales'}, kw.get('scales') or {}
 
-# %% ../../nbs/app/95_params.ipynb #b82380e9
+# %% ../../nbs/app/95_params.ipynb #90ae50c4
 def _range(spec:dict) -> str:
     if 'choices' in spec: return 'one of ' + ', '.join(map(str, spec['choices']))
     lo, hi = spec.get('lo'), spec.get('hi')
     return _bounds(lo, hi, spec.get('lo_open', False)) if lo is not None or hi is not None else ''   # (as a flag's error words it)
 
+# %% ../../nbs/app/95_params.ipynb #4e182c67
 def params_help(notebook:str|Path) -> str:
     "What `numcook repro --only NAME --help` prints: the notebook's parameters (type, default, range, help) and presets."
     nb = notebook_path(notebook)

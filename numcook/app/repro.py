@@ -30,10 +30,12 @@ def repo_root(start:str|Path|None=None) -> Path:
         if (d / 'settings.ini').exists() and (d / 'papers_repro').is_dir(): return d
     raise NumcookError(f"no numcook checkout (settings.ini beside papers_repro/) at or above {p}")
 
+# %% ../../nbs/app/91_repro.ipynb #7506d949
 def list_notebooks(root:str|Path|None=None) -> list[Path]:
     "The reproduction notebooks, in name order."
     return sorted((repo_root(root) / 'papers_repro').glob('[!_.]*.ipynb'))
 
+# %% ../../nbs/app/91_repro.ipynb #2c90a9bf
 def notebook_title(path:Path) -> str:
     "The first H1 heading of notebook `path`, or its file stem."
     nb = json.loads(Path(path).read_text())
@@ -42,7 +44,7 @@ def notebook_title(path:Path) -> str:
         if c['cell_type'] == 'markdown' and (m := re.search(r'^#\s+(.+)$', src, re.M)): return m.group(1).strip()
     return Path(path).stem
 
-# %% ../../nbs/app/91_repro.ipynb #2191ba9f
+# %% ../../nbs/app/91_repro.ipynb #d8a3b8fa
 @functools.cache
 def local_kernel_manager(threads:int|None=None, gpu:str|None=None) -> type:
     "The Jupyter kernel manager class for notebooks run on this machine: Unix sockets (IPC), not TCP; the numeric pins; `threads` OpenMP threads per kernel unless OMP_NUM_THREADS is set; only GPU `gpu` visible, if given."
@@ -64,10 +66,12 @@ def local_kernel_manager(threads:int|None=None, gpu:str|None=None) -> type:
             return await super().start_kernel(**{**kw, 'env': env})
     return LocalKernelManager
 
+# %% ../../nbs/app/91_repro.ipynb #2b264cfe
 def kernel_threads(jobs:int) -> int:
     "Threads per notebook kernel when `jobs` notebooks run at once: this machine's cores shared out, at least one each."
     return max(1, len(os.sched_getaffinity(0)) // jobs)
 
+# %% ../../nbs/app/91_repro.ipynb #29a82957
 def visible_gpus() -> list[str]:
     "The GPUs this process sees, named as CUDA_VISIBLE_DEVICES names them (their indexes when it is not set); none without CUDA."
     import torch  # deferred: torch only when notebooks are run
@@ -96,7 +100,7 @@ def run_notebook(nb:str|Path, run_dir:str|Path, params:dict|None=None, log_outpu
                         progress_bar=False, log_output=log_output)
     return {'notebook': nb.name, 'seconds': round(time.time() - t0, 1), 'params': params}
 
-# %% ../../nbs/app/91_repro.ipynb #2c90a9bf
+# %% ../../nbs/app/91_repro.ipynb #4b6bb209
 def _outputs(root:Path, stem:str) -> list[str]:
     d = root / 'figures' / stem
     return sorted(p.relative_to(d).as_posix() for p in d.rglob('*') if p.is_file()) if d.is_dir() else []
@@ -112,6 +116,7 @@ def _claims_md(path:Path) -> list[str]:
     return ['| ' + ' | '.join(cell(c) for c in r) + ' |' for r in rows[:1]] + ['|' + ' --- |' * len(rows[0])] + \
            ['| ' + ' | '.join(cell(c) for c in r) + ' |' for r in rows[1:]]
 
+# %% ../../nbs/app/91_repro.ipynb #7e6f2f84
 def _stability(config:Path) -> str:
     "What another machine's `make repro` writes for the figures of `config`: which bytes, or which numbers, can be promised."
     num = (read_config(config) or {}).get('numerics') or {}
@@ -121,6 +126,7 @@ def _stability(config:Path) -> str:
     return ('the same bytes expected on any x86-64 CPU with AVX2, whose numeric path `numcook repro` pins; elsewhere the same '
             'numbers within one unit of the sixth significant digit and the same verdicts (`numcook repro --diff HEAD` checks)')
 
+# %% ../../nbs/app/91_repro.ipynb #fb33a80b
 def write_index(root:str|Path|None=None) -> Path:
     "Write `figures/INDEX.md`: each reproduction notebook, its regenerating command, its files, paper-vs-run CSVs and claims."
     root = repo_root(root)
@@ -142,7 +148,7 @@ def write_index(root:str|Path|None=None) -> Path:
     atomic_write(path, '\n'.join(lines))
     return path
 
-# %% ../../nbs/app/91_repro.ipynb #d8a3b8fa
+# %% ../../nbs/app/91_repro.ipynb #69f8d7bf
 _STATUS_FIELDS = {'notebook': str, 'status': str, 'finished': str}
 
 def check_status(path:Path) -> list[dict]:
@@ -161,12 +167,14 @@ def check_status(path:Path) -> list[dict]:
         recs.append(r)
     return recs
 
+# %% ../../nbs/app/91_repro.ipynb #1134f0ff
 def run_params(run_dir:Path, recs:list[dict]) -> dict:
     "The parameters a run folder's notebooks ran with: from its `run.json`, or (a folder written before it) from the records of its notebooks."
     saved = read_config(run_dir / 'run.json')
     if saved is not None and isinstance(saved.get('params'), dict): return saved['params']
     return {k: v for r in recs if r['status'] == 'ok' for k, v in (r.get('params') or {}).items()}
 
+# %% ../../nbs/app/91_repro.ipynb #e94a211a
 def check_resume(run_dir:Path, params:dict):
     "Refuse (one-line error, nothing changed) to resume `run_dir` with other parameters than it ran with, or when its status.jsonl is not a run's."
     old, new = run_params(run_dir, check_status(run_dir / 'status.jsonl')), json.loads(json.dumps(params))
@@ -175,6 +183,7 @@ def check_resume(run_dir:Path, params:dict):
     if diff: raise NumcookError(f"{run_dir} ran with other parameters: {', '.join(diff)}; resume it with the same -p, "
                                 f"or start a new run (leave out --resume)")
 
+# %% ../../nbs/app/91_repro.ipynb #6c206891
 def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=None, resume:str|Path|None=None,
             root:str|Path|None=None, jobs:int=1, gpus:list[str]|None=None) -> Path:
     "Run the reproduction notebooks (all, or `only` these stems; `jobs` at a time, each lane on one of `gpus`: default every GPU seen) into a fresh or resumed run folder."
@@ -208,6 +217,7 @@ def run_all(runs:str|Path='runs', only:list[str]|None=None, params:dict|None=Non
     if failed: raise NumcookError(f"{len(failed)} notebook(s) failed: {'; '.join(failed)}; executed copies in {run_dir}")
     return run_dir
 
+# %% ../../nbs/app/91_repro.ipynb #0ad22b93
 def _cause(e:Exception) -> str:
     "What made a notebook fail, in one line: the exception raised in a cell, with the cell's number, else the error's last line."
     if getattr(e, 'ename', None):      # papermill's PapermillExecutionError: the cell's own exception
@@ -215,6 +225,7 @@ def _cause(e:Exception) -> str:
         return e.ename + (f': {value}' if value else '') + (f' in cell {e.exec_count}' if getattr(e, 'exec_count', None) else '')
     return str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
 
+# %% ../../nbs/app/91_repro.ipynb #771806cd
 def _attempt(nb:Path, run_dir:Path, params:dict|None, threads:int|None, lanes:queue.Queue) -> dict:
     "Run one notebook in a free lane (its GPU, if any); its status record (ok, with seconds and parameters, or failed, with the error's last line)."
     gpu = lanes.get()
@@ -223,6 +234,7 @@ def _attempt(nb:Path, run_dir:Path, params:dict|None, threads:int|None, lanes:qu
     finally: lanes.put(gpu)
     return {**rec, **({'gpu': gpu} if gpu is not None else {}), 'finished': datetime.datetime.now(datetime.timezone.utc).isoformat()}
 
+# %% ../../nbs/app/91_repro.ipynb #38947f1b
 def _run(todo:list[Path], run_dir:Path, params:dict|None, log:JsonlLog, lanes:list[str|None]) -> list[str]:
     "Run the notebooks of `todo` not yet done in `log` into `run_dir`, one per lane at a time, each outcome appended to `log` as it comes; the names of those that failed."
     done_ok = {r['notebook'] for r in log.records if r['status'] == 'ok'}
@@ -237,13 +249,14 @@ def _run(todo:list[Path], run_dir:Path, params:dict|None, log:JsonlLog, lanes:li
     bar.close()
     return failed
 
-# %% ../../nbs/app/91_repro.ipynb #01f8f61b
+# %% ../../nbs/app/91_repro.ipynb #e31e9de0
 def _kv(s:str):
     k, sep, v = s.partition('=')
     if not sep: raise NumcookError(f"bad parameter {s!r}: write it as name=value")
     try: return k, json.loads(v)
     except json.JSONDecodeError: return k, v
 
+# %% ../../nbs/app/91_repro.ipynb #d42019a2
 @dataclass(kw_only=True)
 class ReproCommand:
     "The flags of `numcook repro`."
@@ -256,6 +269,7 @@ class ReproCommand:
     diff: str|None = None                        # run nothing: compare figures/ with the figures committed at this git revision (like HEAD): same bytes, same numbers, or what differs
     param: list[str] = param(default_factory=lambda: [], flag='-p', aliases=('--param',), many='append')  # NAME=VALUE: override a parameter in every notebook that declares it (VALUE parsed as JSON if it can be)
 
+# %% ../../nbs/app/91_repro.ipynb #67f8ab07
 def repro_command(a:ReproCommand) -> int:
     "`numcook repro`: run the papers_repro notebooks."
     if a.list:
