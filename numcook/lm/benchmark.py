@@ -28,6 +28,7 @@ BENCHMARK_CLASSES = {  # name -> the class that runs it: numcook's benchmarks, i
     'zeh': 'numcook.zeh.benchmark.ZehBenchmark',
 }
 
+# %% ../../nbs/lm/15_benchmark.ipynb #f76e45c7
 def register_benchmark(cls):
     "Register one instance of Benchmark subclass `cls` under `cls.name`, beside `BENCHMARK_CLASSES` (a class defined again, as a notebook cell run twice, replaces itself)."
     old = BENCHMARKS.get(cls.name) if cls.name in BENCHMARKS else None
@@ -35,6 +36,7 @@ def register_benchmark(cls):
     BENCHMARKS.register(cls.name, obj=cls())
     return cls
 
+# %% ../../nbs/lm/15_benchmark.ipynb #841b3d03
 def benchmarks() -> Registry:
     "Every benchmark: those of `BENCHMARK_CLASSES` (each imported and made once) and those registered."
     for name, path in BENCHMARK_CLASSES.items():
@@ -43,17 +45,18 @@ def benchmarks() -> Registry:
             BENCHMARKS.register(name, obj=getattr(importlib.import_module(module), cls)())
     return BENCHMARKS
 
+# %% ../../nbs/lm/15_benchmark.ipynb #e0d7b44d
 def get_benchmark(name:str):
     "The benchmark registered as `name` (a one-line error with close matches for an unknown one)."
     return benchmarks().get(name)
 
-# %% ../../nbs/lm/15_benchmark.ipynb #f5e5c067
+# %% ../../nbs/lm/15_benchmark.ipynb #0f120f2f
 @dataclass(frozen=True)
 class Plan:
     "What a benchmark's `check` made of its settings; a benchmark's own plan adds what it parsed or read (once)."
     settings: EvalSettings   # the settings as given
 
-# %% ../../nbs/lm/15_benchmark.ipynb #fa8c405c
+# %% ../../nbs/lm/15_benchmark.ipynb #76ba1dea
 class Benchmark:
     "A benchmark as `numcook eval NAME` runs it: its settings, samples with prompts as sent, how an output is scored, and the summary."
     name: str = ''                 # the name `numcook eval` knows it by
@@ -144,12 +147,13 @@ class Benchmark:
             warn(f"{summary['empty_outputs']} of {summary.get('samples', '?')} outputs are empty"
                  + (f" ({m} with no text at all from the server)" if m else '') + "; they are scored as wrong answers (counted in summary.json)")
 
+# %% ../../nbs/lm/15_benchmark.ipynb #592c89da
 def accuracy(records:Sequence[dict]) -> dict:
     "The numbers every summary.json holds: samples, correct and accuracy."
     n, c = len(records), sum(bool(r['correct']) for r in records)
     return {'samples': n, 'correct': c, 'accuracy': c / n if n else None}
 
-# %% ../../nbs/lm/15_benchmark.ipynb #9ecbcef2
+# %% ../../nbs/lm/15_benchmark.ipynb #a7d5455e
 def read_results(*paths:str|Path, # results folders of `numcook eval`, their results.jsonl, or summary tables (.csv)
                  model:str|None=None, # the model's name (default: from each folder's config, or each file's stem)
                  benchmark:str|None=None, # the benchmark (default: from the config, or the records' fields)
@@ -180,12 +184,13 @@ def read_results(*paths:str|Path, # results folders of `numcook eval`, their res
         frames.append(rows)
     return concat_once(frames, keys, lambda r: f"two results hold {r.model!r} at " + ', '.join(f'{k} {r[k]}' for k in keys[1:]) + ": keep one, or rename one")
 
+# %% ../../nbs/lm/15_benchmark.ipynb #71b0ab79
 def _csv_benchmark(df) -> str|None:
     "The benchmark of a summary table, from its columns."
     cols = set(df.columns)
     return 'nupa' if {'task', 'length'} <= cols else 'gsm' if {'subset', 'op'} <= cols else 'zeh' if 'size' in cols else None
 
-# %% ../../nbs/lm/15_benchmark.ipynb #bac8a6f7
+# %% ../../nbs/lm/15_benchmark.ipynb #99f8f968
 def cached_eval(name:str, # a registered benchmark ('nupa', 'zeh', 'gsm')
                 settings:EvalSettings, # its settings (`out` and `yes` are ignored: the cache names the folder)
                 cache:str|Path, # the folder holding such results folders

@@ -27,12 +27,14 @@ class World:
     @property
     def distributed(self) -> bool: return self.size > 1
 
+# %% ../../nbs/lm/19_distributed.ipynb #dccc8fa1
 def _env_int(name:str, default:int) -> int:
     v = os.environ.get(name)
     if v is None: return default
     try: return int(v)
     except ValueError: raise NumcookError(f"{name}={v!r} is not a whole number (torchrun sets RANK, WORLD_SIZE and LOCAL_RANK)") from None
 
+# %% ../../nbs/lm/19_distributed.ipynb #9cbee94d
 def world() -> World:
     "The `World` of this process: one process, or a rank of a torchrun job (its process group started here on first use)."
     size = _env_int('WORLD_SIZE', 1)
@@ -45,7 +47,7 @@ def world() -> World:
         dist.init_process_group('nccl' if cuda else 'gloo', timeout=datetime.timedelta(seconds=TIMEOUT_S))
     return World(dist.get_rank(), dist.get_world_size(), local)
 
-# %% ../../nbs/lm/19_distributed.ipynb #9bdd2054
+# %% ../../nbs/lm/19_distributed.ipynb #4ecc7611
 def batch_share(n:int, w:World) -> slice:
     "Rank `w.rank`'s contiguous slice of a global batch of `n` rows (the first `n % size` ranks take one more)."
     if n < w.size: raise NumcookError(f"a global batch of {n} rows cannot be shared by {w.size} processes; give --batch-size {w.size} or more")
@@ -53,11 +55,12 @@ def batch_share(n:int, w:World) -> slice:
     lo = w.rank * q + min(w.rank, r)
     return slice(lo, lo + q + (w.rank < r))
 
+# %% ../../nbs/lm/19_distributed.ipynb #084333aa
 def shard(items:Sequence, w:World) -> list:
     "Every `w.size`-th item starting at `w.rank`: the ranks' shards are disjoint and together are `items`."
     return list(items[w.rank::w.size])
 
-# %% ../../nbs/lm/19_distributed.ipynb #e46ec012
+# %% ../../nbs/lm/19_distributed.ipynb #60531873
 def all_sum(x:float|int, w:World) -> float:
     "The sum of `x` over the ranks."
     if not w.distributed: return x
@@ -66,12 +69,14 @@ def all_sum(x:float|int, w:World) -> float:
     dist.all_reduce(t)
     return t.item()
 
+# %% ../../nbs/lm/19_distributed.ipynb #40de1ef9
 def barrier(w:World):
     "Wait until every rank is here."
     if w.distributed:
         import torch.distributed as dist  # deferred: the distributed package only under torchrun
         dist.barrier()
 
+# %% ../../nbs/lm/19_distributed.ipynb #972166e2
 def from_main(fn:Callable, w:World):
     "Run `fn()` on rank 0 alone and give its result to every rank; a `NumcookError` it raises is raised on every rank."
     out = [None, None]
@@ -86,6 +91,7 @@ def from_main(fn:Callable, w:World):
     if out[1] is not None: raise NumcookError(out[1])
     return out[0]
 
+# %% ../../nbs/lm/19_distributed.ipynb #57699a85
 def peer_lost(w:World, where:str) -> NumcookError:
     "The one-line error of a collective that failed because another rank of the job ended (the backend's own message names only its sockets)."
     return NumcookError(f"rank {w.rank} of {w.size}: another process of the job ended during {where}; "

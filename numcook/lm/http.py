@@ -27,9 +27,11 @@ class RetryPolicy:
         d = _JITTER.uniform(d / 2, d)
         return max(d, min(retry_after, self.max_backoff)) if retry_after else d
 
+# %% ../../nbs/lm/13a_http.ipynb #1f95e457
 TRANSIENT_STATUS = (408, 409, 425, 429)  # and every 5xx: worth another try
 _JITTER = random.Random()  # its own generator: retries never move the global random state that seeded code relies on
 
+# %% ../../nbs/lm/13a_http.ipynb #40681b0d
 def public_url(url:str) -> str:
     "`url` without user, password, query or fragment (what may be written to a config)."
     u = urllib.parse.urlsplit(url)
@@ -37,6 +39,7 @@ def public_url(url:str) -> str:
     if u.port: host += f':{u.port}'
     return urllib.parse.urlunsplit((u.scheme, host, u.path.rstrip('/'), '', ''))
 
+# %% ../../nbs/lm/13a_http.ipynb #ca125de7
 def server_message(body:bytes) -> str:
     try: err = json.loads(body)
     except (ValueError, UnicodeDecodeError): return body[:200].decode('utf-8', 'replace').strip()
@@ -46,6 +49,7 @@ def server_message(body:bytes) -> str:
         return str(e).strip().splitlines()[0][:300] if str(e).strip() else ''
     return str(err)[:300]
 
+# %% ../../nbs/lm/13a_http.ipynb #26b3ea16
 BYTES_PER_TOKEN = 1024   # the most JSON one token of an answer may take (its text escaped, its id, a log-probability): generous
 ENVELOPE_BYTES = 1 << 20 # the JSON around an answer's tokens (ids, usage, a server's own fields)
 
@@ -54,6 +58,7 @@ def answer_cap(payload:dict) -> int:
     tokens = int(payload.get('max_tokens') or 0) + len(json.dumps(payload))
     return ENVELOPE_BYTES + BYTES_PER_TOKEN * tokens * (1 + int(payload.get('logprobs') or 0) + int(payload.get('prompt_logprobs') or 0))
 
+# %% ../../nbs/lm/13a_http.ipynb #6ec3c1ff
 class _TooLong(Exception):
     "An HTTP answer longer than its cap (not read beyond it)."
 
@@ -71,6 +76,7 @@ def _read_until(r, end:float, timeout:float, cap:int) -> bytes:
         pieces.append(piece); got += len(piece)
         if got > cap: raise _TooLong(cap)
 
+# %% ../../nbs/lm/13a_http.ipynb #ad4f0122
 def post_json(url:str, payload:dict, headers:dict, policy:RetryPolicy) -> dict:
     "POST `payload` as JSON and return the decoded answer, retrying transient failures as `policy` says."
     body, last, wait_at_least = json.dumps(payload).encode(), '', None
@@ -99,6 +105,7 @@ def post_json(url:str, payload:dict, headers:dict, policy:RetryPolicy) -> dict:
                 last = f'no answer within {policy.timeout:g} s (--timeout)'
     raise NumcookError(f"{public_url(url)} gave no usable answer in {policy.attempts} tries (last: {last[:200]})")
 
+# %% ../../nbs/lm/13a_http.ipynb #9a78cddd
 def get_json(url:str, headers:dict, policy:RetryPolicy) -> dict:
     "GET `url` and decode its JSON answer (one try: used to look at a server, not for results)."
     req = urllib.request.Request(url, headers=headers)
@@ -111,7 +118,7 @@ def get_json(url:str, headers:dict, policy:RetryPolicy) -> dict:
     except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, socket.timeout, ValueError) as e:
         raise NumcookError(f"cannot reach {public_url(url)}: {e}") from None
 
-# %% ../../nbs/lm/13a_http.ipynb #1f95e457
+# %% ../../nbs/lm/13a_http.ipynb #f0145df2
 class DaemonPool:
     "`n` daemon threads that run submitted calls: like `ThreadPoolExecutor.submit`, but an exiting interpreter does not wait for them."
     def __init__(self, n:int, name:str='numcook-http'):

@@ -25,6 +25,7 @@ def result_record(sample:dict, output:str|None, scores:dict) -> dict:
     rest = {k: v for k, v in scores.items() if k not in head}
     return {**head, **rest, **{k: v for k, v in sample.items() if k not in head and k not in rest and k not in _NOT_KEPT}}
 
+# %% ../../nbs/lm/16_results.ipynb #b3ed92e9
 def output_counts(records) -> dict:
     "How many of the generated `records` have a blank or no output (`empty_outputs`), how many of those had no text at all (`missing_outputs`), and how many wrong ones had text but no answer could be read from it (`format_failures`)."
     outs = [r.get('output') for r in records]
@@ -33,11 +34,12 @@ def output_counts(records) -> dict:
     return {'empty_outputs': sum(o is None or not str(o).strip() for o in outs), 'missing_outputs': sum(o is None for o in outs),
             'format_failures': fmt}
 
-# %% ../../nbs/lm/16_results.ipynb #b3ed92e9
+# %% ../../nbs/lm/16_results.ipynb #7543bdb1
 _OLD_NAMES = {'gsm': {'reply': 'output', 'pred': 'prediction', 'answer': 'gold'},
               'zeh': {'answer': 'output', 'answer_prefix': 'output_prefix', 'prompt': 'prompt_name'},
               'nupa': {'answer': 'gold'}}
 
+# %% ../../nbs/lm/16_results.ipynb #d57abd83
 def record_benchmark(rec:dict) -> str|None:
     "Which benchmark a results record comes from, read from its fields (None: not one of numcook's)."
     if 'family' in rec and 'size' in rec: return 'zeh'
@@ -45,6 +47,7 @@ def record_benchmark(rec:dict) -> str|None:
     if 'task' in rec and 'length' in rec: return 'nupa'
     return None
 
+# %% ../../nbs/lm/16_results.ipynb #6200bae4
 def upgrade_record(rec:dict, benchmark:str|None=None) -> dict:
     "`rec` with today's field names (`RESULT_FIELDS` first), whatever version of numcook wrote it."
     b = benchmark or record_benchmark(rec)
@@ -59,7 +62,7 @@ def upgrade_record(rec:dict, benchmark:str|None=None) -> dict:
     new.setdefault('prompt', None); new.setdefault('output', None); new.setdefault('prediction', None); new.setdefault('gold', None)
     return {**{k: new[k] for k in RESULT_FIELDS if k in new}, **{k: v for k, v in new.items() if k not in RESULT_FIELDS}}
 
-# %% ../../nbs/lm/16_results.ipynb #7543bdb1
+# %% ../../nbs/lm/16_results.ipynb #2dfd3fb9
 def concat_once(frames, keys:list[str], what:Callable[[object], str]):
     "Concatenate DataFrames, refusing rows that repeat `keys`; `what(row)` words the one-line error."
     import pandas as pd  # deferred: pandas only where a table is built
@@ -68,6 +71,7 @@ def concat_once(frames, keys:list[str], what:Callable[[object], str]):
     if len(twice): raise NumcookError(what(twice.iloc[0]))
     return df
 
+# %% ../../nbs/lm/16_results.ipynb #955dafab
 def results_source(path:str|Path) -> tuple[Path, str, str|None]:
     "The file to read of a results path (a folder's results.jsonl, else its summary.csv, else the path), its model's name and its benchmark."
     path = Path(path)
@@ -77,10 +81,12 @@ def results_source(path:str|Path) -> tuple[Path, str, str|None]:
     found = next((path / f for f in ('results.jsonl', 'summary.csv') if (path / f).is_file()), path / 'results.jsonl')
     return found, Path(str(named).rstrip('/')).name if named else path.name, cfg.get('benchmark') or _old_benchmark(cfg)
 
+# %% ../../nbs/lm/16_results.ipynb #c36b5004
 def _old_benchmark(cfg:dict) -> str|None:
     "The benchmark of a config written before configs named it (ZEH's flat config)."
     return 'zeh' if cfg.get('_class') == 'ZehConfig' else None
 
+# %% ../../nbs/lm/16_results.ipynb #874ec0ab
 def read_result_records(path:str|Path, benchmark:str|None=None) -> list[dict]:
     "The records of a results folder (or its results.jsonl) with today's field names."
     file, _, b = results_source(path)

@@ -26,6 +26,7 @@ def pick_device(device:str='auto') -> torch.device:
     if dev.type == 'cuda' and not torch.cuda.is_available(): raise NumcookError(f"device {device!r} asked for but no GPU is available")
     return dev
 
+# %% ../../nbs/lm/11_runtime.ipynb #b5acfd81
 @contextlib.contextmanager
 def torch_threads(n:int, device=None):
     "Use `n` torch threads inside the block when running on CPU (`n` = 0 or a GPU device: unchanged)."
@@ -34,11 +35,11 @@ def torch_threads(n:int, device=None):
     try: yield
     finally: torch.set_num_threads(old)
 
-# %% ../../nbs/lm/11_runtime.ipynb #b5acfd81
+# %% ../../nbs/lm/11_runtime.ipynb #e5fc285e
 SAMPLING = {'greedy': dict(do_sample=False),
             'paper': dict(do_sample=True, temperature=0.6, top_p=0.9)}  # A.4.1: Llama's default generation settings
 
-# %% ../../nbs/lm/11_runtime.ipynb #a763d0b2
+# %% ../../nbs/lm/11_runtime.ipynb #c56e593c
 def left_pad(rows:Sequence[Sequence[int]], pad_id:int) -> tuple[torch.Tensor, torch.Tensor]:
     "Token id rows as one left-padded [B, L] tensor and its attention mask (1 on tokens, 0 on pads)."
     L = max(map(len, rows))
@@ -48,6 +49,7 @@ def left_pad(rows:Sequence[Sequence[int]], pad_id:int) -> tuple[torch.Tensor, to
         if row: ids[r, L - len(row):] = torch.as_tensor(row, dtype=torch.long); mask[r, L - len(row):] = 1
     return ids, mask
 
+# %% ../../nbs/lm/11_runtime.ipynb #17783903
 def stop_ids(model, tokenizer) -> list[int]:
     "Token ids that end a continuation: the tokenizer's EOS and the end ids of the model's generation config."
     ids = {tokenizer.eos_token_id}
@@ -55,6 +57,7 @@ def stop_ids(model, tokenizer) -> list[int]:
     ids |= set(gen) if isinstance(gen, (list, tuple)) else {gen}
     return sorted(i for i in ids if i is not None)
 
+# %% ../../nbs/lm/11_runtime.ipynb #01a9233f
 _CACHE_KW: dict[type, str] = {}   # model class -> the keyword its forward takes a KV cache by
 
 def _cache_keyword(cls) -> str:
@@ -65,6 +68,7 @@ def _cache_keyword(cls) -> str:
     from transformers.modeling_outputs import CausalLMOutputWithPast  # deferred: only for a wrapper
     return 'cache' if 'cache' in getattr(CausalLMOutputWithPast, '__dataclass_fields__', {}) else 'past_key_values'
 
+# %% ../../nbs/lm/11_runtime.ipynb #15abe94e
 def with_cache(model, cache) -> dict:
     "`{keyword: cache}` for `model(...)`: `cache` where its forward takes that (transformers 5), else `past_key_values`."
     base = model.get_base_model() if hasattr(model, 'get_base_model') else model   # (a peft model passes it on to its base)
@@ -72,12 +76,13 @@ def with_cache(model, cache) -> dict:
     if kw is None: kw = _CACHE_KW[type(base)] = _cache_keyword(type(base))
     return {kw: cache}
 
+# %% ../../nbs/lm/11_runtime.ipynb #366c9d6a
 def returned_cache(out):
     "The KV cache a forward pass returned (`out.cache`, or `out.past_key_values` from an older model)."
     c = getattr(out, 'cache', None)
     return c if c is not None else getattr(out, 'past_key_values', None)
 
-# %% ../../nbs/lm/11_runtime.ipynb #08f02562
+# %% ../../nbs/lm/11_runtime.ipynb #fad00df4
 def _wants_bos(tokenizer, add_bos:bool|None) -> bool:
     bos = tokenizer.bos_token_id
     if bos is None or add_bos is False: return False
@@ -85,6 +90,7 @@ def _wants_bos(tokenizer, add_bos:bool|None) -> bool:
     ids = tokenizer('0')['input_ids']  # does the tokenizer put BOS in front of a text by itself?
     return bool(ids) and ids[0] == bos
 
+# %% ../../nbs/lm/11_runtime.ipynb #5b8bbc8b
 @torch.no_grad()
 def greedy_ids(model, # a transformers causal LM
                rows:Sequence[Sequence[int]], # the prompts' token ids
@@ -119,6 +125,7 @@ def greedy_ids(model, # a transformers causal LM
         out = model(input_ids=nxt[:, None], use_cache=True, logits_to_keep=1, **with_cache(model, cache), **kw)
     return list(zip(gen, stopped))
 
+# %% ../../nbs/lm/11_runtime.ipynb #7bec887c
 @torch.no_grad()
 def generate(model, # a transformers causal LM
              tokenizer, # its tokenizer (left unchanged)

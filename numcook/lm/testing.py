@@ -9,10 +9,11 @@ import torch
 # %% auto #0
 __all__ = ['CHAT_TEMPLATE', 'toy_chat_tokenizer', 'toy_model']
 
-# %% ../../nbs/lm/17_testing.ipynb #cbce6a0b
+# %% ../../nbs/lm/17_testing.ipynb #36d76707
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
                  "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
+# %% ../../nbs/lm/17_testing.ipynb #94bddf2c
 def toy_chat_tokenizer(chat_template:bool=True):
     "A byte-level tokenizer (one token per character, 259 tokens) with a ChatML chat template, for tests and demos."
     from tokenizers import Tokenizer, models, pre_tokenizers, decoders  # deferred: only when a fixture is built
@@ -27,6 +28,7 @@ def toy_chat_tokenizer(chat_template:bool=True):
     if chat_template: tok.chat_template = CHAT_TEMPLATE
     return tok
 
+# %% ../../nbs/lm/17_testing.ipynb #d6dbc711
 def toy_model(arch:str='llama', vocab_size:int=259, hidden:int=64, layers:int=2, heads:int=4, kv_heads:int=2,
               seed:int=0, init_range:float=0.02, attn_implementation:str='sdpa', intermediate:int|None=None,
               eos_token_id:int=256, **kw):

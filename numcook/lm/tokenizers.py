@@ -52,7 +52,7 @@ def _pre_tokenizer(kind:str, k:int):
                  pre_tokenizers.Split(Regex(r'\A\.\d+|\d{1,%d}(?=(?:\d{%d})*(?!\d))|\D' % (k, k)), behavior='isolated')]
     return pre_tokenizers.Sequence(steps + [byte])
 
-# %% ../../nbs/lm/10_tokenizers.ipynb #a9877b59
+# %% ../../nbs/lm/10_tokenizers.ipynb #4b4ecc7a
 def number_tokenizer(kind:str='one_digit', # one of `TOKENIZER_KINDS`
                      k:int=1, # longest digit token (1 for one_digit; 2 or 3 in the paper)
                      chat_template:bool|str=False, # True: `CHAT_TEMPLATE`; a string: that Jinja template
@@ -72,13 +72,14 @@ def number_tokenizer(kind:str='one_digit', # one of `TOKENIZER_KINDS`
     if chat_template: hf.chat_template = CHAT_TEMPLATE if chat_template is True else chat_template
     return hf
 
+# %% ../../nbs/lm/10_tokenizers.ipynb #2ecf7899
 def number_kind(tok) -> tuple[str, int]:
     "The (kind, k) of a tokenizer made by `number_tokenizer` (also after loading it back)."
     kw = getattr(tok, 'init_kwargs', {}) or {}
     if 'numcook_kind' not in kw: raise NumcookError("not a numcook number tokenizer (no numcook_kind in its config)")
     return kw['numcook_kind'], int(kw['numcook_k'])
 
-# %% ../../nbs/lm/10_tokenizers.ipynb #3d22636b
+# %% ../../nbs/lm/10_tokenizers.ipynb #31468601
 _DIGITS = re.compile(r'\d+')
 
 def random_segments(digits:str, k:int, r) -> list[str]:
@@ -88,11 +89,13 @@ def random_segments(digits:str, k:int, r) -> list[str]:
         n = r.randint(1, k); out.append(digits[i:i + n]); i += n
     return out
 
+# %% ../../nbs/lm/10_tokenizers.ipynb #d962d845
 def split_digits(tok):
     "Mark any HF tokenizer so that `encode` cuts numbers into single digits (saved with the tokenizer); returns it."
     tok.init_kwargs['numcook_split_digits'] = True
     return tok
 
+# %% ../../nbs/lm/10_tokenizers.ipynb #f9463dd6
 def _encode_digitwise(tok, text:str) -> list[int]:
     ids, last = [], 0
     for m in _DIGITS.finditer(text):
@@ -102,6 +105,7 @@ def _encode_digitwise(tok, text:str) -> list[int]:
     if last < len(text): ids += tok(text[last:], add_special_tokens=False)['input_ids']
     return ids
 
+# %% ../../nbs/lm/10_tokenizers.ipynb #0805682c
 def encode(tok, text:str, seed:int|None=None, add_bos:bool=False) -> list[int]:
     "Token ids of `text`; random tokenizers cut digit runs at random (deterministic given `seed`)."
     kw = getattr(tok, 'init_kwargs', {}) or {}
@@ -117,7 +121,7 @@ def encode(tok, text:str, seed:int|None=None, add_bos:bool=False) -> list[int]:
         if last < len(text): ids += tok(text[last:], add_special_tokens=False)['input_ids']
     return ([tok.bos_token_id] if add_bos and tok.bos_token_id is not None else []) + ids   # (a tokenizer may have no BOS)
 
-# %% ../../nbs/lm/10_tokenizers.ipynb #4ec9bf0a
+# %% ../../nbs/lm/10_tokenizers.ipynb #393a0968
 def load_tokenizer(path:str):
     "The tokenizer of model folder or hub id `path`; a missing, corrupt or empty one is a one-line error."
     if (why := no_such_path(path)): raise NumcookError(f"cannot load model {str(path)!r} (its tokenizer): {why}")

@@ -18,12 +18,14 @@ ANSWER_REGEX = {'integer': r'\d+', 'float': r'\d+\.\d+', 'fraction': r'\d+/\d+',
 _COMPILED = {k: re.compile(v) for k, v in ANSWER_REGEX.items()}
 _CONCLUSION = re.compile(r'So the answer is\s*(\S+?)\.?\s*$', re.S)  # the final line of an RF-CoT response
 
+# %% ../../nbs/nupa/22_metrics.ipynb #4113c0d2
 def _rep(representation:str|None) -> str|None:
     rep = 'integer' if representation == 'int' else representation
     if rep is not None and rep not in _COMPILED:
         raise NumcookError(f"unknown representation {representation!r}; choose from {', '.join(_COMPILED)}")
     return rep
 
+# %% ../../nbs/nupa/22_metrics.ipynb #9172c80a
 def extract_answer(text:str, # what the model generated after the prompt
                    representation:str|None=None, # representation of the expected answer (None: not a NUPA number)
                    after_equals:bool=False, # search only after the last '=' (for prompt + generation)
@@ -39,16 +41,18 @@ def extract_answer(text:str, # what the model generated after the prompt
     m = _COMPILED[rep].search(text)
     return m.group(0) if m else ''
 
-# %% ../../nbs/nupa/22_metrics.ipynb #111e78c3
+# %% ../../nbs/nupa/22_metrics.ipynb #c265bb89
 def exact_match(pred:str, gold:str) -> float:
     "1.0 if the answer is exactly the ground truth, else 0.0."
     return float(pred == gold)
 
+# %% ../../nbs/nupa/22_metrics.ipynb #9dea977d
 def _parts(s:str, rep:str|None=None) -> dict[str, str]:
     "The parts of number text `s` by name, in representation `rep` (None: the one its text shows)."
     rep = rep or representation_of(s)
     return dict(zip((name for name, _ in PARTS[rep]), split_parts(s, rep)))
 
+# %% ../../nbs/nupa/22_metrics.ipynb #fc90efc5
 def digit_match(pred:str, # the extracted answer ('' if none)
                 gold:str, # the ground truth
                 representation:str|None=None, # the ground truth's representation (None: read from its text)
@@ -63,11 +67,13 @@ def digit_match(pred:str, # the extracted answer ('' if none)
         hit += sum(1 for x, y in zip(g, p) if x == y)
     return hit / total if total else float(pred == gold)
 
+# %% ../../nbs/nupa/22_metrics.ipynb #237a81d2
 def dlength(pred:str, gold:str, representation:str|None=None) -> int:
     "Sum over the parts of either number of the absolute difference in length between answer and ground truth."
     gp, pp = _parts(gold, _rep(representation) or representation_of(gold)), _parts(pred)
     return sum(abs(len(gp.get(n, '')) - len(pp.get(n, ''))) for n in dict.fromkeys([*gp, *pp]))
 
+# %% ../../nbs/nupa/22_metrics.ipynb #0ba466af
 def item_metrics(generation:str, # what the model generated after the prompt
                  gold:str, # the ground truth
                  representation:str|None=None, # the ground truth's representation (None: not a NUPA number)
@@ -78,7 +84,7 @@ def item_metrics(generation:str, # what the model generated after the prompt
     return {'extracted': pred, 'exact_match': exact_match(pred, gold),
             'digit_match': digit_match(pred, gold, representation), 'dlength': dlength(pred, gold, representation)}
 
-# %% ../../nbs/nupa/22_metrics.ipynb #34abbe73
+# %% ../../nbs/nupa/22_metrics.ipynb #ae87e736
 RANGES = {  # max tested length -> (range label, first length, last length)
     20: (('S', 1, 4), ('M', 5, 8), ('L', 9, 14), ('XL', 15, 20)),
     100: (('S', 1, 10), ('M', 11, 20), ('L', 21, 60), ('XL', 61, 100)),
@@ -86,12 +92,14 @@ RANGES = {  # max tested length -> (range label, first length, last length)
 METRICS = ('exact_match', 'digit_match', 'dlength')
 THRESHOLDS = {'exact_match': (0.9, 0.1), 'digit_match': (0.9, 0.5), 'dlength': (0.1, 1.0)}  # (well-learned, performance-preserving)
 
+# %% ../../nbs/nupa/22_metrics.ipynb #1033269b
 def range_of(length:int, max_length:int) -> str:
     "The S/M/L/XL label of `length` for a task tested up to `max_length` digits ('' outside the tested range)."
     for name, lo, hi in RANGES[max_length]:
         if lo <= length <= hi: return name
     return ''
 
+# %% ../../nbs/nupa/22_metrics.ipynb #8a194d10
 def digit_limit(per_length:dict[int, float], metric:str, threshold:float) -> int:
     "The largest length L such that the metric passes `threshold` at every tested length <= L (0 if length 1 fails)."
     better = (lambda x: x < threshold) if metric == 'dlength' else (lambda x: x > threshold)
@@ -101,10 +109,12 @@ def digit_limit(per_length:dict[int, float], metric:str, threshold:float) -> int
         best = L
     return best
 
+# %% ../../nbs/nupa/22_metrics.ipynb #d8b498db
 def well_learned_digits(per_length:dict[int, float], metric:str='exact_match') -> int:
     "Longest run of lengths from 1 with the metric above 90% (dlength: below 0.1)."
     return digit_limit(per_length, metric, THRESHOLDS[metric][0])
 
+# %% ../../nbs/nupa/22_metrics.ipynb #58dd89b1
 def performance_preserving_digits(per_length:dict[int, float], metric:str='exact_match') -> int:
     "Longest run of lengths from 1 with exact match above 10% (digit match above 50%, dlength below 1)."
     return digit_limit(per_length, metric, THRESHOLDS[metric][1])

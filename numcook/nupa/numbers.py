@@ -15,12 +15,16 @@ __all__ = ['REPRESENTATIONS', 'SHORT_NAMES', 'PARTS', 'PATTERNS', 'TYPES', 'form
 # %% ../../nbs/nupa/20_numbers.ipynb #0b12b55b
 REPRESENTATIONS = ('integer', 'float', 'fraction', 'scientific')  # the paper's four representations, in its order
 SHORT_NAMES = {'integer': 'Int', 'float': 'Float', 'fraction': 'Frac', 'scientific': 'Sci'}  # as the paper's tables write them
+
+# %% ../../nbs/nupa/20_numbers.ipynb #225a5a83
 PARTS = {  # the parts of each representation (A.1.7) and how digit match aligns them (A.1.8)
     'integer': (('integer', 'right'),),
     'float': (('integer', 'right'), ('decimal', 'left')),
     'fraction': (('numerator', 'right'), ('denominator', 'right')),
     'scientific': (('integer', 'right'), ('decimal', 'left'), ('exponent', 'right')),
 }
+
+# %% ../../nbs/nupa/20_numbers.ipynb #2f520931
 PATTERNS = {  # full-string syntax of each representation's canonical text
     'integer': re.compile(r'\d+'),
     'float': re.compile(r'\d+\.\d+'),
@@ -28,7 +32,7 @@ PATTERNS = {  # full-string syntax of each representation's canonical text
     'scientific': re.compile(r'\d\.\d+e-?\d+'),
 }
 
-# %% ../../nbs/nupa/20_numbers.ipynb #d6f43593
+# %% ../../nbs/nupa/20_numbers.ipynb #0a3a628a
 def format_decimal(m:int, k:int) -> str:
     "Canonical float text of the value `m / 10**k` (m >= 0, k >= 0): trailing zeros dropped, one decimal digit kept."
     s = str(m)
@@ -37,6 +41,7 @@ def format_decimal(m:int, k:int) -> str:
     ip, dp = s[:-k], s[-k:].rstrip('0')
     return ip + '.' + (dp or '0')
 
+# %% ../../nbs/nupa/20_numbers.ipynb #2fb36994
 def format_scientific(m:int, k:int, sig:int|None=None) -> str:
     "Scientific text of the value `m / 10**k` (m > 0); `sig` fixes the number of significant figures (half-up rounding)."
     if m <= 0: raise ValueError(f"scientific notation needs a positive value, got {m}/10**{k}")
@@ -54,7 +59,7 @@ def format_scientific(m:int, k:int, sig:int|None=None) -> str:
     s = s.rstrip('0')
     return s[0] + '.' + (s[1:] or '0') + f'e{e}'
 
-# %% ../../nbs/nupa/20_numbers.ipynb #b959d880
+# %% ../../nbs/nupa/20_numbers.ipynb #1fc510d0
 def _scaled(v) -> tuple[int, int]:
     "`(m, k)` with `v == m / 10**k` for a finite-decimal value `v`."
     v = fractions.Fraction(v); d, twos, fives = v.denominator, 0, 0
@@ -64,6 +69,7 @@ def _scaled(v) -> tuple[int, int]:
     k = max(twos, fives)
     return v.numerator * (10 ** k // v.denominator), k
 
+# %% ../../nbs/nupa/20_numbers.ipynb #1d5ff96b
 class Number:
     "Common behaviour of the four value types: canonical text, parts, length and exact value."
     representation = ''
@@ -75,11 +81,13 @@ class Number:
     def __hash__(self): return hash((type(self).__name__, str(self)))
     def __lt__(self, other): return self.value < other.value
 
+# %% ../../nbs/nupa/20_numbers.ipynb #7e7fd8a8
 def _check(s:str, rep:str) -> str:
     s = str(s).strip()
     if not PATTERNS[rep].fullmatch(s): raise ValueError(f"{s!r} is not a {rep} as the NUPA Test writes it")
     return s
 
+# %% ../../nbs/nupa/20_numbers.ipynb #f2f21e67
 @dataclass(frozen=True, eq=False)
 class Integer(Number):
     "A non-negative integer, written without separators: `1234567`."
@@ -93,6 +101,7 @@ class Integer(Number):
     def value(self) -> fractions.Fraction: return fractions.Fraction(self.n)
     def __str__(self): return str(self.n)
 
+# %% ../../nbs/nupa/20_numbers.ipynb #ab7b47e3
 @dataclass(frozen=True, eq=False)
 class Float(Number):
     "A finite decimal, the value `m / 10**k`: `1234.567891`."
@@ -113,6 +122,7 @@ class Float(Number):
     def value(self) -> fractions.Fraction: return fractions.Fraction(self.m, 10 ** self.k)
     def __str__(self): return format_decimal(self.m, self.k)
 
+# %% ../../nbs/nupa/20_numbers.ipynb #ed2747f9
 @dataclass(frozen=True, eq=False)
 class Fraction(Number):
     "An irreducible fraction `n/d` (it may exceed 1): `12/7`."
@@ -133,6 +143,7 @@ class Fraction(Number):
     def value(self) -> fractions.Fraction: return fractions.Fraction(self.num, self.den)
     def __str__(self): return f"{self.num}/{self.den}"
 
+# %% ../../nbs/nupa/20_numbers.ipynb #859a8627
 @dataclass(frozen=True, eq=False)
 class Scientific(Number):
     "Scientific notation `d.ddd e X`: significand digits (no point) and exponent; `1.5e8` is ('15', 8)."
@@ -157,20 +168,23 @@ class Scientific(Number):
         return fractions.Fraction(int(self.digits)) * fractions.Fraction(10) ** p
     def __str__(self): return self.digits[0] + '.' + (self.digits[1:] or '0') + f'e{self.exponent}'
 
+# %% ../../nbs/nupa/20_numbers.ipynb #fb611582
 TYPES = {'integer': Integer, 'float': Float, 'fraction': Fraction, 'scientific': Scientific}
 
-# %% ../../nbs/nupa/20_numbers.ipynb #ead2cdd6
+# %% ../../nbs/nupa/20_numbers.ipynb #0c8eb8cd
 def representation_of(s:str) -> str:
     "The representation the text `s` is written in."
     s = str(s)
     return 'fraction' if '/' in s else 'scientific' if 'e' in s else 'float' if '.' in s else 'integer'
 
+# %% ../../nbs/nupa/20_numbers.ipynb #bfbcf97c
 def parse_number(s:str, representation:str|None=None) -> Number:
     "Parse the paper's text of a number into its value type."
     rep = representation or representation_of(s)
     if rep not in TYPES: raise ValueError(f"unknown representation {rep!r}; choose from {', '.join(REPRESENTATIONS)}")
     return TYPES[rep].parse(s)
 
+# %% ../../nbs/nupa/20_numbers.ipynb #c5d54ac9
 def split_parts(s:str, representation:str|None=None) -> tuple[str, ...]:
     "The digit strings of the parts of `s`: (integer,), (integer, decimal), (numerator, denominator) or (integer, decimal, exponent)."
     s, rep = str(s).strip(), representation or representation_of(s)
@@ -184,6 +198,7 @@ def split_parts(s:str, representation:str|None=None) -> tuple[str, ...]:
         return (ip, dp, e.lstrip('-'))
     raise ValueError(f"unknown representation {rep!r}; choose from {', '.join(REPRESENTATIONS)}")
 
+# %% ../../nbs/nupa/20_numbers.ipynb #c2287ef1
 def number_length(s:str, representation:str|None=None) -> int:
     "The length of a number: the number of digits of its longest part (A.1.7)."
     return max(len(p) for p in split_parts(s, representation))
