@@ -33,6 +33,7 @@ __all__ = ['SUBSETS', 'MODES', 'GENERATOR_VERSION', 'GENERATE_LIMIT_BYTES', 'CON
 SUBSETS = ('symbolic', 'medium', 'hard')
 MODES = ('forward', 'reverse')
 
+# %% ../../nbs/gsm/45_generate.ipynb #59cc7121
 def parse_context(spec) -> int:
     "Target context length in tokens from `0`, `none`, `8k`, `16K`, `12000`."
     s = str(spec).strip().lower()
@@ -41,18 +42,20 @@ def parse_context(spec) -> int:
     if not m: raise NumcookError(f"bad context {spec!r}: write it like 0, 8k, 16k, 32k or a number of tokens")
     return int(m.group(1)) * (1024 if m.group(2) else 1)
 
+# %% ../../nbs/gsm/45_generate.ipynb #54437e80
 def context_label(n:int) -> str:
     "Short label of a context length: `0`, `8k`, `12000`."
     return '0' if n == 0 else (f'{n // 1024}k' if n % 1024 == 0 else str(n))
 
 _LABELS = {}   # context -> its label (records ask for it once each)
 
+# %% ../../nbs/gsm/45_generate.ipynb #7d8c32be
 def check_subset(subset:str) -> str:
     "`subset` if valid, else a one-line error naming the valid subsets."
     if subset not in SUBSETS: raise did_you_mean(subset, SUBSETS, 'subset')
     return subset
 
-# %% ../../nbs/gsm/45_generate.ipynb #59cc7121
+# %% ../../nbs/gsm/45_generate.ipynb #2befe85d
 def make_problem(subset:str, op:int, mode:str='forward', template:str|None=None, context:int=0, seed:int=0,
                  index:int=0, counter:TokenCounter|None=None) -> dict:
     "One GSM-Infinite problem record (graph, text, question, solution, answer, op, lengths, ...)."
@@ -95,11 +98,13 @@ def _make_problem(subset, op, mode, template, context, seed, index, counter):
     return _record(subset, mode, template, op, index, context, text, question, solution, answer, length, counter, seed,
                    n_core, n - n_core, graph)
 
+# %% ../../nbs/gsm/45_generate.ipynb #5f2fec71
 def problem_id(subset:str, mode:str, context:int, op:int, seed:int, index) -> str:
     "The id of a problem: its subset, mode, context, op, seed and index, like `hard-reverse-8k-op12-s0-3`."
     lab = _LABELS.get(context) or _LABELS.setdefault(context, context_label(context))
     return f'{subset}-{mode}-{lab}-op{op}-s{seed}-{index}'
 
+# %% ../../nbs/gsm/45_generate.ipynb #406c713b
 def _record(subset, mode, template, op, index, context, text, question, solution, answer, length, counter, seed,
             n_core, n_noise, graph) -> dict:
     "A problem record: every field of the JSON Lines files, in a fixed order."
@@ -108,6 +113,7 @@ def _record(subset, mode, template, op, index, context, text, question, solution
             'target_length': context, 'length': length, 'tokenizer': counter.label, 'seed': seed,
             'n_core_sentences': n_core, 'n_noise_sentences': n_noise, 'graph': graph}
 
+# %% ../../nbs/gsm/45_generate.ipynb #571d0905
 def _add_noise(graph:dict, nz):
     "Append realistic noise variables and their edges to a problem's graph, column by column."
     n0, m = nz.n0, nz.n - nz.n0
@@ -119,11 +125,12 @@ def _add_noise(graph:dict, nz):
     src, dst, ops = nz.edges()
     edges['src'] += pos[src].tolist(); edges['dst'] += pos[dst].tolist(); edges['op'] += ops
 
-# %% ../../nbs/gsm/45_generate.ipynb #fba69db6
+# %% ../../nbs/gsm/45_generate.ipynb #1675b0ba
 def sym_batch_size(context:int) -> int:
     "Symbolic problems made together: 512 without filler, fewer as the context grows (64 at 8k, 16 at 32k)."
     return 512 if not context else int(min(256, max(4, 2 ** 19 // context)))
 
+# %% ../../nbs/gsm/45_generate.ipynb #87ed1d32
 _ROLES = {}
 
 def _sym_roles(op:int, nf:int) -> list[str]:
@@ -132,6 +139,7 @@ def _sym_roles(op:int, nf:int) -> list[str]:
     if r is None: r = _ROLES[op, nf] = ['given'] + ['core'] * (op - 1) + ['noise'] * nf
     return r
 
+# %% ../../nbs/gsm/45_generate.ipynb #4dcccc07
 def _sym_record(p:SymProblem, op:int, index:int, context:int, seed:int, counter:TokenCounter) -> dict:
     "The record of one Symbolic problem."
     graph = {'nodes': {'name': p.names, 'value': p.values, 'role': _sym_roles(op, len(p.names) - op)},
@@ -141,6 +149,7 @@ def _sym_record(p:SymProblem, op:int, index:int, context:int, seed:int, counter:
     if counter.tok is not None: _fit(rec, p, context, counter)
     return rec
 
+# %% ../../nbs/gsm/45_generate.ipynb #8802c39d
 def _fit(rec:dict, p:SymProblem, context:int, counter:TokenCounter):
     "Measure a Symbolic record with a real tokenizer; drop the filler's latest statements until it fits `context`."
     op, kept = rec['op'], p.n_filler
@@ -161,6 +170,7 @@ def _fit(rec:dict, p:SymProblem, context:int, counter:TokenCounter):
     for c in edges: edges[c] = [edges[c][i] for i in keep]
     rec.update(length=length, n_noise_sentences=kept)
 
+# %% ../../nbs/gsm/45_generate.ipynb #9149c0a3
 def symbolic_records(op:int, context:int=0, seed:int=0, first:int=0, count:int=1, counter:TokenCounter|None=None) -> list[dict]:
     "The records of Symbolic problems `first .. first + count - 1` at `op` and `context`."
     counter, B, out = counter or TokenCounter(), sym_batch_size(context), []
@@ -174,7 +184,7 @@ def symbolic_records(op:int, context:int=0, seed:int=0, first:int=0, count:int=1
         if paused: gc.enable()
     return out
 
-# %% ../../nbs/gsm/45_generate.ipynb #1f4ac0b5
+# %% ../../nbs/gsm/45_generate.ipynb #c215e11a
 @functools.lru_cache(maxsize=4)                       # (a run goes op by op: its tasks share the template)
 def _sym_template(op:int, context:int, seed:int) -> list:
     "A Symbolic record's JSON line cut at the fields that vary: `[constant words, field, constant words, ..., constant words]`."
@@ -189,6 +199,7 @@ def _sym_template(op:int, context:int, seed:int) -> list:
     for i in range(1, len(p), 3): parts += [(p[i] or p[i + 1]).decode(), np.tile(words(p[i + 2]), (B, 1))]
     return parts
 
+# %% ../../nbs/gsm/45_generate.ipynb #931c3581
 def symbolic_json_lines(op:int, context:int=0, seed:int=0, first:int=0, count:int=1) -> bytes:
     "The JSON lines (joined by newlines) of `symbolic_records(op, context, seed, first, count)`, built from the batch arrays."
     parts, B, out = _sym_template(op, context, seed), sym_batch_size(context), []
@@ -198,7 +209,7 @@ def symbolic_json_lines(op:int, context:int=0, seed:int=0, first:int=0, count:in
         out.append(ascii_bytes(np.concatenate([f[p] if i % 2 else p[:n] for i, p in enumerate(parts)], axis=1)))
     return b''.join(out)[:-1]
 
-# %% ../../nbs/gsm/45_generate.ipynb #2a988282
+# %% ../../nbs/gsm/45_generate.ipynb #8f395082
 @dataclass
 class GenerateConfig:
     "Settings of one `numcook gsm generate` run (saved next to its output)."
@@ -211,6 +222,7 @@ class GenerateConfig:
     template: str = 'all'                # a template name or 'all' (Medium/Hard)
     tokenizer: str|None = None           # tokenizer path or hub id measuring lengths; None: built-in approximation
 
+# %% ../../nbs/gsm/45_generate.ipynb #3753c8ac
 def _modes_templates(subset, mode, template):
     if subset == 'symbolic':
         if mode == 'reverse': raise NumcookError("symbolic problems have explicit assignments only: use --mode forward (or both)")
@@ -219,6 +231,7 @@ def _modes_templates(subset, mode, template):
     if template != 'all' and template not in TEMPLATES: raise did_you_mean(template, ['all', *TEMPLATES], 'template')
     return (list(MODES) if mode == 'both' else [mode]), (list(TEMPLATES) if template == 'all' else [template])
 
+# %% ../../nbs/gsm/45_generate.ipynb #7f10dd56
 def _plan(cfg:GenerateConfig) -> tuple[list[int], int, list[str], list]:
     "Check a run's settings (one-line errors) and return its ops, context in tokens, modes and templates."
     check_subset(cfg.subset)
@@ -228,6 +241,7 @@ def _plan(cfg:GenerateConfig) -> tuple[list[int], int, list[str], list]:
     if cfg.subset != 'symbolic': _check_ops(cfg, ops, modes[:cfg.per_op])   # (modes alternate by index)
     return ops, parse_context(cfg.context), modes, templates
 
+# %% ../../nbs/gsm/45_generate.ipynb #9c7c24e4
 def _check_ops(cfg:GenerateConfig, ops:list[int], modes:list[str]):
     "Refuse op counts a Medium or Hard structure cannot carry (one-line error with the valid range)."
     for mode in modes:
@@ -236,6 +250,7 @@ def _check_ops(cfg:GenerateConfig, ops:list[int], modes:list[str]):
         if bad: raise NumcookError(f"bad ops {cfg.ops!r}: {cfg.subset} {mode} problems have {lo} to {hi} operations, got {bad[0]} "
                                    f"(symbolic problems go to 1000)")
 
+# %% ../../nbs/gsm/45_generate.ipynb #eebd4ce9
 _CHUNK = 16   # Medium or Hard problems per task
 
 def _tasks(cfg:GenerateConfig, ops:list[int], ctx:int) -> list[tuple[int, int, int]]:
@@ -243,11 +258,13 @@ def _tasks(cfg:GenerateConfig, ops:list[int], ctx:int) -> list[tuple[int, int, i
     size = sym_batch_size(ctx) if cfg.subset == 'symbolic' else _CHUNK
     return [(op, i, min(size, cfg.per_op - i)) for op in ops for i in range(0, cfg.per_op, size)]
 
+# %% ../../nbs/gsm/45_generate.ipynb #ab7ea60d
 def _task_ids(cfg:GenerateConfig, task:tuple, ctx:int, modes:list[str]) -> list[str]:
     "The record ids a task will produce (to skip finished tasks without making them)."
     op, i0, count = task
     return [problem_id(cfg.subset, modes[i % len(modes)], ctx, op, cfg.seed, i) for i in range(i0, i0 + count)]
 
+# %% ../../nbs/gsm/45_generate.ipynb #4341af9a
 def _task_records(cfg:GenerateConfig, task:tuple, ctx:int, modes:list[str], templates:list, counter:TokenCounter) -> list[dict]:
     "The records of one task."
     op, i0, count = task
@@ -255,6 +272,7 @@ def _task_records(cfg:GenerateConfig, task:tuple, ctx:int, modes:list[str], temp
     return [make_problem(cfg.subset, op, modes[i % len(modes)], templates[(i // len(modes) + op) % len(templates)],
                          ctx, cfg.seed, i, counter) for i in range(i0, i0 + count)]
 
+# %% ../../nbs/gsm/45_generate.ipynb #b6175cf7
 def generate(subset:str='hard', ops='2-30', per_op:int=100, context='0', seed:int=0, mode:str='both',
              template:str='all', tokenizer:str|None=None, counter:TokenCounter|None=None):
     "Yield problem records for every op in `ops` (`per_op` each), deterministic in `seed`."
@@ -264,13 +282,14 @@ def generate(subset:str='hard', ops='2-30', per_op:int=100, context='0', seed:in
     if subset == 'symbolic' and ctx: reuse_freed_memory()   # (as the command: long batches' arrays, kept not unmapped)
     for task in _tasks(cfg, ops, ctx): yield from _task_records(cfg, task, ctx, modes, templates, counter)
 
-# %% ../../nbs/gsm/45_generate.ipynb #3f18f4f6
+# %% ../../nbs/gsm/45_generate.ipynb #5af36e1b
 _WORKER = {}
 
 def _init_worker(cfg:GenerateConfig):
     "Set up a worker process: its plan and its own token counter."
     _WORKER.update(cfg=cfg, plan=_plan(cfg), counter=TokenCounter(cfg.tokenizer))
 
+# %% ../../nbs/gsm/45_generate.ipynb #dc830f7f
 def json_lines(recs:list[dict]) -> str:
     "Records as JSON lines joined by newlines: one `orjson` call for the list, then cut between the records."
     return _json_body(recs).decode()
@@ -282,6 +301,7 @@ def _json_body(recs:list[dict]) -> bytes:
     if body.count(b'\n') != len(recs) - 1: body = b'\n'.join(map(orjson.dumps, recs))
     return body
 
+# %% ../../nbs/gsm/45_generate.ipynb #866eb584
 def _task_bytes(task:tuple) -> tuple[list[str], bytes]:
     "The ids and the JSON lines (joined by newlines, UTF-8) of one task's records, made in a worker process."
     cfg, (ops, ctx, modes, templates) = _WORKER['cfg'], _WORKER['plan']
@@ -290,6 +310,7 @@ def _task_bytes(task:tuple) -> tuple[list[str], bytes]:
     recs = _task_records(cfg, task, ctx, modes, templates, _WORKER['counter'])
     return [r['id'] for r in recs], _json_body(recs)
 
+# %% ../../nbs/gsm/45_generate.ipynb #b0716aee
 def generate_batches(cfg:GenerateConfig, workers:int=1, skip=frozenset()):
     "Yield `(ids, JSON lines)` per task of `cfg`, the lines as UTF-8 bytes, in order (tasks whose ids are all in `skip` left out)."
     ops, ctx, modes, templates = _plan(cfg)
@@ -301,11 +322,12 @@ def generate_batches(cfg:GenerateConfig, workers:int=1, skip=frozenset()):
         return
     yield from spooled_imap(_task_bytes, todo, workers, _init_worker, (cfg,), binary=True)
 
+# %% ../../nbs/gsm/45_generate.ipynb #75c5f281
 def generate_lines(cfg:GenerateConfig, workers:int=1, skip=frozenset()):
     "Yield `(id, JSON line)` for the records of `cfg` (ids in `skip` left out where a whole task is done), in order."
     for ids, text in generate_batches(cfg, workers, skip): yield from zip(ids, text.decode().split('\n'))
 
-# %% ../../nbs/gsm/45_generate.ipynb #b3258137
+# %% ../../nbs/gsm/45_generate.ipynb #33cff27f
 _PROBLEM_FIELDS = {'id': str, 'subset': str, 'mode': str, 'op': int, 'answer': (int, list), 'template?': (str, type(None)),
                    'target_length?': int}   # what scoring needs of a problem record
 
@@ -316,17 +338,20 @@ def _problem_check(p:dict) -> str|None:
         return f"field 'answer' of a {p['subset']} problem should be {'a list of names' if p['subset'] == 'symbolic' else 'an integer'}"
     return None
 
+# %% ../../nbs/gsm/45_generate.ipynb #ab2c392e
 def read_problems(path, text:bool=False) -> list[dict]:
     "The problem records of a file written by `generate`, checked (one-line errors name file, line and field); `text`: they must carry problem and question."
     schema = {**_PROBLEM_FIELDS, **({'problem': str, 'question': str} if text else {})}
     return read_records(path, 'problems', schema, check=_problem_check)
 
+# %% ../../nbs/gsm/45_generate.ipynb #782ab5f0
 def read_replies(path) -> list[dict]:
     "Reply records: an 'id' and a 'reply' (or 'output') string, or a 'correct' verdict of a scored record."
     def check(r): return None if {'reply', 'output', 'correct'} & set(r) else f"no 'reply' (or 'output', or 'correct') field; fields found: {', '.join(map(repr, r))}"
     recs = read_records(path, 'replies', {'id': str, 'reply?': str, 'output?': (str, type(None)), 'correct?': bool}, check=check)
     return [{**r, 'reply': r['output']} if 'reply' not in r and r.get('output') is not None else r for r in recs]
 
+# %% ../../nbs/gsm/45_generate.ipynb #8a04d509
 def score_records(problems:list[dict], replies:list[dict]) -> list[dict]:
     "Scored records for the replies whose ids are among the problems (a reply to no problem, or a problem with no reply, is reported; a reply that carries another gold answer is refused)."
     byid = {p['id']: p for p in problems}
@@ -347,6 +372,7 @@ def score_records(problems:list[dict], replies:list[dict]) -> list[dict]:
     if len(out) < len(problems): warn(f'{len(problems) - len(out)} of {len(problems)} problems have no reply; accuracy is over the {len(out)} replied')
     return out
 
+# %% ../../nbs/gsm/45_generate.ipynb #4ee1e93b
 @dataclass(kw_only=True)
 class GenerateCommand(GenerateConfig):
     "The flags of `numcook gsm generate`: a `GenerateConfig`, its output and how to make it."
@@ -354,6 +380,7 @@ class GenerateCommand(GenerateConfig):
     workers: int = param(1, lo=1, hi=256)        # processes generating in parallel; the output does not depend on it
     yes: bool = param(False, negative='')        # go ahead when the estimated output or a problem is very large
 
+# %% ../../nbs/gsm/45_generate.ipynb #f990f5bc
 @dataclass(kw_only=True)
 class ScoreCommand:
     "The flags of `numcook gsm score`."
@@ -361,6 +388,7 @@ class ScoreCommand:
     replies: str = param()                       # .jsonl with 'id' and 'reply' (or scored records with 'correct'), or an eval results folder
     out: str|None = None                         # write the accuracy-per-op table to this CSV (AUC table beside it)
 
+# %% ../../nbs/gsm/45_generate.ipynb #7c49496d
 # the version of what the generators write: bumped whenever the records of a seed and settings change, so that a
 # file is never resumed with records of another version (2: Symbolic noise in position space; 3: all subsets drawn
 # like the public generator's problems, and lines written by orjson: compact separators, UTF-8; 4: ids carry the seed)
@@ -368,15 +396,18 @@ GENERATOR_VERSION = 4
 _RESUME_SAME = ('subset', 'seed', 'mode', 'template', 'tokenizer', 'context_tokens', 'generator')  # ops and per_op may grow
 GENERATE_LIMIT_BYTES, CONTEXT_LIMIT = 4e9, 131072   # above these, `generate` asks for --yes
 
+# %% ../../nbs/gsm/45_generate.ipynb #fb612830
 def confirm_context(ctx:int, yes:bool=False):
     "Ask for `--yes` before problems of more than `CONTEXT_LIMIT` tokens (each takes a minute and gigabytes to make)."
     confirm_large(ctx, CONTEXT_LIMIT, f"a problem of {ctx:,} tokens takes about {ctx * 6e-5:.0f} s and {ctx * 3e-6:.1f} GB of memory to make", yes)
 
+# %% ../../nbs/gsm/45_generate.ipynb #a86747ee
 def generate_estimate(cfg:GenerateConfig) -> tuple[int, float]:
     "(problems, bytes) a `generate` run writes: about 9 bytes per context token and 300 per op, plus 1 kB, per problem."
     ops, ctx, _, _ = _plan(cfg)
     return len(ops) * cfg.per_op, sum(cfg.per_op * (9 * ctx + 300 * op + 1000) for op in ops)
 
+# %% ../../nbs/gsm/45_generate.ipynb #addb747d
 def generate_command(c:GenerateCommand) -> int:
     "`numcook gsm generate`: write the problems of `c` to `c.out`, resumably."
     cfg = GenerateConfig(**{f: getattr(c, f) for f in GenerateConfig.__dataclass_fields__})
@@ -397,6 +428,7 @@ def generate_command(c:GenerateCommand) -> int:
     print(f'wrote {n} new problems to {c.out}')
     return 0
 
+# %% ../../nbs/gsm/45_generate.ipynb #40e47dff
 def score_command(c:ScoreCommand) -> int:
     "`numcook gsm score`: accuracy per op, the AUC table and the averaged score of replies to problems."
     replies = Path(c.replies) / 'results.jsonl' if Path(c.replies).is_dir() else c.replies   # an eval results folder

@@ -23,10 +23,12 @@ SYM_OPS = ('copy', 'add', 'sub')   # a variable copies its parent, or adds or su
 SYM_STMT_TOKENS = (9, 11, 11)      # approx_tokens of a statement of each kind ('assign', 'V', 3 + 3 digits, '=', ...)
 SYM_ROOT_TOKENS = 7                # approx_tokens of the root's statement ('assign V123456 = 7.')
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #01520bd7
 def sym_max_filler(context:int) -> int:
     "Most filler statements a problem with `context` tokens can hold (each has at least 9 tokens)."
     return context // SYM_STMT_TOKENS[0] + 1 if context else 0
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #845a7669
 def sym_layout(op:int, context:int=0) -> dict[str, slice]:
     "Which draws of a problem's row feed what; the row length `D` (a multiple of 4) is the last slice's stop."
     F = sym_max_filler(context)
@@ -37,20 +39,23 @@ def sym_layout(op:int, context:int=0) -> dict[str, slice]:
     cuts['row'] = slice(0, -(-at // 4) * 4)
     return cuts
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #7471ad21
 def sym_ids(a, c, j):
     "Name ids of variables `j` of a problem whose id map has `a`, `c`: `((a j + c) mod P)^3 mod P`, distinct for `j < P`."
     x = (np.asarray(a, dtype=np.int64) * j + c) % SYM_P
     return x * x % SYM_P * x % SYM_P
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #b3b80f5b
 def sym_name(i:int) -> str:
     "The name of id `i`: `V` and six digits."
     return f'V{i:06d}'
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #6744bd9d
 def symbolic_question(x:int) -> str:
     "The question: every variable the statements determine whose value is `x`."
     return f'Question: Which variables whose values the statements determine are equal to {x}? Name all of them.'
 
-# %% ../../nbs/gsm/41_symbolic.ipynb #e249a9db
+# %% ../../nbs/gsm/41_symbolic.ipynb #aada37b4
 @dataclass(slots=True)
 class SymProblem:
     "A Symbolic problem: its statements (in text order), question, answer, solution and graph columns."
@@ -67,6 +72,7 @@ class SymProblem:
     dst: list          # child node,
     edge_ops: list     # and the child's operation (a name of SYM_OPS), core edges first
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #e4d63e9f
 def symbolic_problem(u:np.ndarray, op:int, context:int=0) -> SymProblem:
     "The Symbolic problem that the draw row `u` describes, at `op` and `context` (the plain reference)."
     L = sym_layout(op, context)
@@ -98,7 +104,7 @@ def symbolic_problem(u:np.ndarray, op:int, context:int=0) -> SymProblem:
                       parent[1:] + [op + p for p in fparent[1:]], list(range(1, op)) + list(range(op + 1, n)),
                       [SYM_OPS[o] for o in ops[1:] + fops[1:]])
 
-# %% ../../nbs/gsm/41_symbolic.ipynb #b8660155
+# %% ../../nbs/gsm/41_symbolic.ipynb #5f145728
 def sym_stream(seed:int, op:int, context:int, first:int, count:int) -> np.ndarray:
     "The draw rows of problems `first .. first + count - 1` at `(op, context)`: a slice of one Philox stream."
     D = sym_layout(op, context)['row'].stop
@@ -106,6 +112,7 @@ def sym_stream(seed:int, op:int, context:int, first:int, count:int) -> np.ndarra
     bits = np.random.Philox(key=key, counter=np.array([first * D // 4, 0, 0, 0], dtype=np.uint64))
     return np.random.Generator(bits).random((count, D))
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #d34c4862
 def ascii_ints(v, width:int) -> np.ndarray:
     "Integers as right-aligned ASCII in `width` bytes (a `-` before negatives), zero bytes in front: shape `v.shape + (width,)`."
     v = np.asarray(v, dtype=np.int64)[..., None]
@@ -114,6 +121,7 @@ def ascii_ints(v, width:int) -> np.ndarray:
     digits = a // 10 ** (width - 1 - pos) % 10 + 48
     return np.where(pos >= width - nd, digits, np.where((pos == width - nd - 1) & (v < 0), 45, 0)).astype(np.uint8)
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #a8faff52
 def words(*strings) -> np.ndarray:
     "Strings as rows of 8-byte little-endian words, zero-padded to a common number of words: `[n, k]` uint64."
     b = [s.encode() if isinstance(s, str) else s for s in strings]
@@ -126,15 +134,17 @@ def _w(s:str) -> np.uint64:
     "One word (cached: the constants of every batch)."
     return words(s)[0, 0]
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #3c3cba46
 def ascii_bytes(M:np.ndarray) -> bytes:
     "Words of zero-padded ASCII as bytes, the zero bytes dropped."
     return M.tobytes().translate(None, b'\x00')
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #df96b024
 def ascii_words(M:np.ndarray) -> str:
     "Words of zero-padded ASCII as one string, the zero bytes dropped."
     return ascii_bytes(M).decode('ascii')
 
-# %% ../../nbs/gsm/41_symbolic.ipynb #081c053e
+# %% ../../nbs/gsm/41_symbolic.ipynb #352a70b2
 _VOFF = 1100          # values lie in [-_VOFF, _VOFF]: the root's at most 10, one step per variable (op <= 1000)
 _STMT_END = words('. ', ' + 1. ', ' - 1. ', '. ', '', '.', ' + 1.', ' - 1.', '.', '')[:, 0]   # by kind, then the last one's
 _STMT_LEN = np.array([26, 30, 30, 19, 0])      # statement lengths by kind (copy, add, sub, root, empty), the space included;
@@ -142,6 +152,7 @@ _STMT_LEN = np.array([26, 30, 30, 19, 0])      # statement lengths by kind (copy
 _SOL_MID = words(' = ', ' + 1 = ', ' - 1 = ', '')[:, 0]      # solution lines: between the parent and the value, by kind
 _TABLES = {}
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #11d2c4c1
 def _tables():
     "Cached tables: 3-digit codes, values right-aligned in a word (alone, after a space, after a comma), questions."
     if not _TABLES:
@@ -154,16 +165,18 @@ def _tables():
                        question=words(*[symbolic_question(i) for i in v]))
     return _TABLES
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #e330fdc4
 def name_codes(T:dict, ids:np.ndarray) -> np.ndarray:
     "The six digits of the names of `ids` as the low six bytes of a word."
     hi = ids // 1000
     return T['d3'][hi] | T['d3'][ids - 1000 * hi] << np.uint64(24)
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #f782bb57
 def name_words(D:np.ndarray, after:str=' ') -> np.ndarray:
     "Names `V123456` from their digit codes, one word each, with `after` (one byte, or '') as the last byte."
     return _w('V') | D << np.uint64(8) | (_w(after) << np.uint64(56) if after else np.uint64(0))
 
-# %% ../../nbs/gsm/41_symbolic.ipynb #7471ad21
+# %% ../../nbs/gsm/41_symbolic.ipynb #9ccf29e7
 @dataclass(slots=True)
 class SymArrays:
     "A batch of Symbolic problems as arrays, one row per problem; texts as words of zero-padded ASCII."
@@ -183,6 +196,7 @@ class SymArrays:
     n_answer: np.ndarray  # [B]
     length: np.ndarray    # [B] approx_tokens of text and question
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #d0815002
 def path_sums(parent:np.ndarray, delta:np.ndarray) -> np.ndarray:
     "Per row and node, the sum of `delta` from the root (node 0: its own parent, delta 0) down to the node, by pointer doubling."
     B, n = parent.shape
@@ -191,6 +205,7 @@ def path_sums(parent:np.ndarray, delta:np.ndarray) -> np.ndarray:
         acc, up = acc + acc[up], up[up]                      # acc: the sum from the node up to, not including, up
     return acc.reshape(B, n)
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #1fd13d93
 def sym_arrays(U:np.ndarray, op:int, context:int=0) -> SymArrays:
     "The Symbolic problems that the draw rows `U` describe (one per row), all at `op` and `context`, as arrays."
     T, B, L = _tables(), len(U), sym_layout(op, context)
@@ -254,13 +269,14 @@ def sym_arrays(U:np.ndarray, op:int, context:int=0) -> SymArrays:
     return SymArrays(op, val, x, F, nn, D, par, kinds, M, text_len, Ms, sol_len, answer, asked.sum(axis=1),
                      context - budget + used)
 
-# %% ../../nbs/gsm/41_symbolic.ipynb #b3b80f5b
+# %% ../../nbs/gsm/41_symbolic.ipynb #36c633fc
 _OP_NAMES = np.array(SYM_OPS + (None,), dtype=object)     # index -1: a root (no edge)
 
 def _cuts(lengths:np.ndarray) -> list[int]:
     "Where consecutive pieces of `lengths` start, and the end."
     return np.concatenate([[0], np.cumsum(lengths)]).tolist()
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #629121bc
 def answer_words(A:SymArrays, sep:str) -> np.ndarray:
     "The answer's names with `sep` before all but the first: `[B, a, 2]` words."
     out = np.zeros(A.answer.shape + (2,), dtype='<u8')
@@ -268,6 +284,7 @@ def answer_words(A:SymArrays, sep:str) -> np.ndarray:
     out[..., 1] = np.where(A.answer > 0, name_words(A.answer, ''), 0)
     return out
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #a2d3e41a
 def symbolic_batch(U:np.ndarray, op:int, context:int=0) -> list[SymProblem]:
     "The Symbolic problems that the draw rows `U` describe (one per row), all at `op` and `context`."
     A = sym_arrays(U, op, context)
@@ -295,13 +312,14 @@ def symbolic_batch(U:np.ndarray, op:int, context:int=0) -> list[SymProblem]:
                               vals[b] + [None] * (nl[b] - op), e_src[ea:ez], e_dst[ea:ez], e_ops[ea:ez]))
     return out
 
-# %% ../../nbs/gsm/41_symbolic.ipynb #6d076946
+# %% ../../nbs/gsm/41_symbolic.ipynb #2b78afea
 def json_items(items:np.ndarray, keep:np.ndarray) -> np.ndarray:
     "A JSON list's items from words starting with a comma (`[B, n]` or `[B, n, k]`): the slots `keep` kept, no comma before the first."
     out = np.where(keep if items.ndim == 2 else keep[..., None], items, np.uint64(0)).reshape(len(items), -1)
     if out.shape[1]: out[:, 0] &= ~np.uint64(0xFF)                                # (a comma is a word's first byte)
     return out
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #5ec3f0b8
 def _rows(M:np.ndarray, B:int) -> np.ndarray:
     "`M` repeated as `B` rows (a view)."
     return np.broadcast_to(M, (B,) + M.shape)
@@ -314,6 +332,7 @@ def _index_words(W:int) -> np.ndarray:
     if len(T.get('index', ())) < W: T['index'] = ascii_ints(np.arange(max(W, 4096)), 8).view('<u8')[:, 0] | _w(',')
     return T['index'][:W]
 
+# %% ../../nbs/gsm/41_symbolic.ipynb #5a240d4c
 def sym_json_fields(A:SymArrays, first:int) -> dict[str, np.ndarray]:
     "The JSON of the record fields that vary in a batch (problems `first ..`): `[B, k]` words of zero-padded ASCII each."
     T, op, (B, W) = _tables(), A.op, A.code.shape

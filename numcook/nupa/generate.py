@@ -32,10 +32,12 @@ def _check_length(length:int) -> int:
     if not 1 <= int(length) <= MAX_LENGTH: raise NumcookError(f"bad length {length}: lengths must lie in [1, {MAX_LENGTH}]")
     return length
 
+# %% ../../nbs/nupa/21a_generate.ipynb #f76073db
 def _limits(n:int) -> tuple[int, int]:
     "The generation loop's limits for `n` items: draws in a row without a new item before it gives up, and draws in all."
     return 2 * n + 1000, 50 * n + 1000
 
+# %% ../../nbs/nupa/21a_generate.ipynb #3cf34ebd
 def _draws(t:Task, length:int, n:int, seed:int) -> Iterator[tuple[str, str|None, str]]:
     "The `(a, b, answer)` of the items of `t` at `length`: the generation loop that `generate_task` describes."
     r, seen, k = rng(seed, t.name, _check_length(length)), set(), 0
@@ -52,6 +54,7 @@ def _draws(t:Task, length:int, n:int, seed:int) -> Iterator[tuple[str, str|None,
         idle = 0; k += 1
         yield a, b, ans
 
+# %% ../../nbs/nupa/21a_generate.ipynb #cd95af0e
 _fast_items = lambda t: None   # every task takes the general loop until the fast paths are defined (below: `_fast_items`)
 
 def _items(t:Task, length:int, n:int, seed:int) -> list[tuple]:
@@ -60,6 +63,7 @@ def _items(t:Task, length:int, n:int, seed:int) -> list[tuple]:
     if fast is not None: return fast(t, _check_length(length), n, seed)
     return [(a, b or '', ans) for a, b, ans in _draws(t, length, n, seed)]
 
+# %% ../../nbs/nupa/21a_generate.ipynb #17021255
 @functools.lru_cache(maxsize=None)
 def _question_text(t:Task) -> tuple[str, str, str]:
     "`t`'s question cut around its operands: the question on a and b is `pre + a + mid + b + post` (mid and b are '' for one number)."
@@ -67,6 +71,7 @@ def _question_text(t:Task) -> tuple[str, str, str]:
     mid, _, post = rest.partition('\0b')
     return (pre, '', rest) if t.second is None else (pre, mid, post)
 
+# %% ../../nbs/nupa/21a_generate.ipynb #25b168e8
 def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `Task`
                   length:int, # length of the longer input number
                   n:int=1000, # how many distinct items to draw at most
@@ -83,6 +88,7 @@ def generate_task(task:str|Task, # a task name (paper spellings accepted) or a `
              'a': str(a), 'b': str(b), 'question': f'{pre}{a}{mid}{b}{post}', 'answer': str(ans), 'seed': seed}
             for i, (a, b, ans) in enumerate(items)]
 
+# %% ../../nbs/nupa/21a_generate.ipynb #8bcaeae4
 @functools.lru_cache(maxsize=None)
 def _line_text(t:Task) -> tuple[str, str, tuple[str, ...]]:
     """The fixed text of `t`'s JSON lines, JSON-escaped once (operands and answers are digits, '.', '/' and
@@ -98,6 +104,7 @@ def _line_text(t:Task) -> tuple[str, str, tuple[str, ...]]:
              else ('", "b": "', question, text(qmid), text(post)))
     return f'{{"id": "{t.name}-', fields, after
 
+# %% ../../nbs/nupa/21a_generate.ipynb #03a6c3b4
 def _line_parts(t:Task, length:int, seed:int) -> tuple[str, ...]:
     """One item's JSON line cut where its strings vary: the line is the seven pieces with `i, a, b, a, b, answer`
     between them (b = '' for one-number tasks), exactly `json.dumps(item, ensure_ascii=False)`."""
@@ -109,18 +116,21 @@ def _line_end(seed:int) -> str:
     "The end of every line made with `seed` (the same for every task and length: json.dumps runs once per seed)."
     return f'", "seed": {json.dumps(seed)}}}'
 
+# %% ../../nbs/nupa/21a_generate.ipynb #5f3a94c5
 def task_lines(task:str|Task, length:int, n:int=1000, seed:int=0) -> str:
     "`generate_task`'s items as JSON lines (joined by newlines), each exactly `json.dumps(item, ensure_ascii=False)`."
     t = get_task(task)
     items, (p0, p1, p2, p3, p4, p5, p6) = _items(t, length, n, seed), _line_parts(t, length, seed)
     return '\n'.join([f'{p0}{i}{p1}{a}{p2}{b}{p3}{a}{p4}{b}{p5}{ans}{p6}' for i, (a, b, ans) in enumerate(items)])
 
+# %% ../../nbs/nupa/21a_generate.ipynb #d9544bbb
 def _check_n(n) -> int:
     try: n = int(n)
     except (TypeError, ValueError): raise NumcookError(f"bad count {n!r}: give a positive integer like 1000") from None
     if n < 1: raise NumcookError(f"bad count {n}: give a positive integer like 1000")
     return n
 
+# %% ../../nbs/nupa/21a_generate.ipynb #64362bcb
 def iter_generate(tasks=None, # task names: a comma list, a list, 'all' / None (every task) or 'nupa41'
                   lengths=None, # '1-20', a list of ints, or None for each task's own range
                   n:int=1000, # items per task and length
@@ -147,11 +157,13 @@ def _jobs(tasks, lengths, n) -> list[tuple[str, int, int]]:
     lens = None if lengths is None else parse_range(lengths, 'lengths', 1, MAX_LENGTH)
     return [(t, L, n) for t in names for L in (lens or get_task(t).lengths)]
 
+# %% ../../nbs/nupa/21a_generate.ipynb #aed78dfd
 def _unit_lines(job:tuple, seed:int=0) -> str:
     "The JSON lines of one (task, length, n) unit (what a worker process makes)."
     t, L, n = job
     return task_lines(t, L, n, seed)
 
+# %% ../../nbs/nupa/21a_generate.ipynb #1dfa876f
 def iter_lines(tasks=None, # task names: a comma list, a list, 'all' / None (every task) or 'nupa41'
                lengths=None, # '1-20', a list of ints, or None for each task's own range
                n:int=1000, # items per task and length
@@ -171,6 +183,7 @@ def iter_lines(tasks=None, # task names: a comma list, a list, 'all' / None (eve
         # each through a file (megabytes of text through the pool's pipe would keep the parent busy)
         for text in spooled_imap(functools.partial(_unit_lines, seed=seed), jobs, workers): yield text; bar.update()
 
+# %% ../../nbs/nupa/21a_generate.ipynb #7b4362e2
 def to_dataframe(records:Iterable[dict]):
     "The records as a pandas DataFrame (b is NaN for one-operand tasks)."
     import pandas as pd  # deferred: pandas only where a table is built
@@ -180,21 +193,24 @@ def to_dataframe(records:Iterable[dict]):
         if c not in df: df[c] = None
     return df[cols + [c for c in df.columns if c not in cols]]
 
-# %% ../../nbs/nupa/21a_generate.ipynb #f76073db
+# %% ../../nbs/nupa/21a_generate.ipynb #b3ddbccb
 _INT_OPS = {'add': operator.add, 'sub': operator.sub, 'multiply': operator.mul, 'floordiv': operator.floordiv,
             'mod': operator.mod, 'max': max, 'min': min, 'truediv': _lowest}
 
+# %% ../../nbs/nupa/21a_generate.ipynb #1fb00836
 @functools.lru_cache(maxsize=None)
 def _int_span(L:int) -> tuple[int, int, int]:
     "`_int(r, L)` as `(lo, m, bits)`: the integer is `lo + x`, x drawn as `_below(r, m)` draws it (`bits` = m's bit length)."
     lo, m = (0, 10) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
     return lo, m, m.bit_length()
 
+# %% ../../nbs/nupa/21a_generate.ipynb #d55661a3
 def _pair_rules(kind:str) -> tuple[bool, bool, bool, bool]:
     "A two-integer task's rules on a drawn pair: (swapped at random, a == b rejected, larger first, b == 0 rejected)."
     return (kind in ('add', 'multiply', 'max', 'min') or kind in _DIGIT_OPS, kind in ('max', 'min', 'sub'), kind == 'sub',
             kind in ('truediv', 'floordiv', 'mod'))
 
+# %% ../../nbs/nupa/21a_generate.ipynb #b8234a10
 @functools.lru_cache(maxsize=None)
 def _int_pair_space(kind:str, variant:str|None, L:int, n:int) -> int:
     """How many distinct pairs `_int_pair_items` can keep at length L, counted by listing them where a and b have at
@@ -207,6 +223,7 @@ def _int_pair_space(kind:str, variant:str|None, L:int, n:int) -> int:
     return len({(y, x) if ordered and x < y else (x, y) for a in A for b in B if not (divides and b == 0)
                 for x, y in ((a, b), (b, a))[:1 + swap] if not (distinct and x == y)})
 
+# %% ../../nbs/nupa/21a_generate.ipynb #6843a519
 def _int_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
     """`_items` of a task on two random integers (arithmetic, max, min, digit-wise ops): the loop
     of `_draws` with the sampler's draws written out and the operands kept as ints (the same stream, the same items)."""
@@ -243,12 +260,14 @@ def _int_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
         out.append((a, b, op(a, b))); idle = 0
     return out
 
+# %% ../../nbs/nupa/21a_generate.ipynb #9b054f98
 @functools.lru_cache(maxsize=None)
 def _nonzero_span(L:int) -> tuple[int, int, int]:
     "`_int(r, L, nonzero=True)` as `(lo, m, bits)`, like `_int_span`."
     lo, m = (1, 9) if L == 1 else (10 ** (L - 1), 9 * 10 ** (L - 1))
     return lo, m, m.bit_length()
 
+# %% ../../nbs/nupa/21a_generate.ipynb #c190fffd
 @functools.lru_cache(maxsize=None)
 def _fraction_shapes(l:int) -> tuple[list, list]:
     """`_coprime_pair`'s two shapes at length l, each a list by the other part's length (x + 1): the numerator's and the
@@ -256,6 +275,7 @@ def _fraction_shapes(l:int) -> tuple[list, list]:
     return ([_nonzero_span(1 + x) + _nonzero_span(l) for x in range(l)],
             [_nonzero_span(l) + _nonzero_span(1 + x) for x in range(l)])
 
+# %% ../../nbs/nupa/21a_generate.ipynb #fb4286e3
 def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tuple[int, int]]:
     "`_coprime_pair(r, l, proper)` for l <= L with its draws written out: `l -> (n, d)`."
     bits, rand, gcd = r.getrandbits, r.random, math.gcd
@@ -275,6 +295,7 @@ def _fraction_drawer(r:random.Random, L:int, proper:bool) -> Callable[[int], tup
             if den >= 2 and gcd(num, den) == 1 and (not proper or num < den): return num, den
     return draw
 
+# %% ../../nbs/nupa/21a_generate.ipynb #60985c55
 def _fraction_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
     "`_items` of a task on two fractions (add, sub, multiply, truediv, max, min), like `_int_pair_items`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
@@ -300,6 +321,7 @@ def _fraction_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
         out.append((a, b, ans)); idle = 0
     return out
 
+# %% ../../nbs/nupa/21a_generate.ipynb #ef2cb3ed
 @functools.lru_cache(maxsize=None)
 def _to_float_shapes(L:int) -> tuple[list, list]:
     """`_decimal_fraction`'s draws at length L, by the coin: for the denominator and for the numerator shorter, a list
@@ -307,6 +329,7 @@ def _to_float_shapes(L:int) -> tuple[list, list]:
     dens = [(len(ds), len(ds).bit_length(), ds) for ds in map(_denominators, range(1, L + 1))]
     return [_nonzero_span(L) + d for d in dens], [_nonzero_span(1 + x) + dens[-1] for x in range(L)]
 
+# %% ../../nbs/nupa/21a_generate.ipynb #8f7634d2
 @functools.lru_cache(maxsize=None)
 def _to_float_space(L:int, n:int) -> int:
     """How many distinct fractions `_to_float_fraction_items` can keep at length L, counted by listing the candidates
@@ -316,6 +339,7 @@ def _to_float_space(L:int, n:int) -> int:
     if sum(m * c for _, m, _, c, _, _ in shapes) > 2 * n: return 0
     return sum(math.gcd(a, d) == 1 for lo, m, _, _, _, dks in shapes for d, *_ in dks for a in range(lo, lo + m))
 
+# %% ../../nbs/nupa/21a_generate.ipynb #216f1a64
 def _to_float_fraction_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
     "`_items` of to_float on fractions: `_decimal_fraction`'s draws written out, the places of each denominator looked up."
     r, seen, out, gcd = rng(seed, t.name, L), set(), [], math.gcd
@@ -343,6 +367,7 @@ def _to_float_fraction_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
         out.append((a, '', f'{s[:-k] or 0}.{s[-k:].zfill(k)}')); idle = 0   # (no b)
     return out
 
+# %% ../../nbs/nupa/21a_generate.ipynb #0dd45ea9
 _POW10 = [1]
 
 def _powers(n:int) -> list[int]:
@@ -350,6 +375,7 @@ def _powers(n:int) -> list[int]:
     while len(_POW10) < n: _POW10.append(_POW10[-1] * 10)
     return _POW10
 
+# %% ../../nbs/nupa/21a_generate.ipynb #b92a35b8
 @functools.lru_cache(maxsize=None)
 def _float_shapes(l:int, nonzero:bool) -> tuple[int, list, list]:
     """`_float`'s draws at length l: the bits of the shorter part's length, then for the decimal part and for the
@@ -359,6 +385,7 @@ def _float_shapes(l:int, nonzero:bool) -> tuple[int, list, list]:
     tail = lambda dl: (10 ** (dl - 1), (10 ** (dl - 1)).bit_length(), dl)
     return l.bit_length(), [ints(1 + x) + tail(l) for x in range(l)], [ints(l) + tail(1 + x) for x in range(l)]
 
+# %% ../../nbs/nupa/21a_generate.ipynb #9ef0bd68
 def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int], tuple[str, int, int]]:
     "`_float(r, l, nonzero)` for l <= L with its draws written out: `l -> (text, m, k)`, the value m / 10**k."
     bits, rand, shapes = r.getrandbits, r.random, [None] + [_float_shapes(l, nonzero) for l in range(1, L + 1)]
@@ -381,6 +408,7 @@ def _float_drawer(r:random.Random, L:int, nonzero:bool=False) -> Callable[[int],
         return f'{ip}.{last + 1}', ip * 10 + last + 1, 1
     return draw
 
+# %% ../../nbs/nupa/21a_generate.ipynb #11c75e55
 def _float_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
     "`_items` of a task on two random floats (add, sub, multiply, max, min, digit-wise ops), like `_int_pair_items`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
@@ -410,6 +438,7 @@ def _float_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
         out.append((a, b, ans)); idle = 0
     return out
 
+# %% ../../nbs/nupa/21a_generate.ipynb #ed7ac70f
 def _single_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
     "`_items` of a task on one random integer or float (get_digit, length, count, to_scientific, sig_fig), like `_int_pair_items`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
@@ -439,6 +468,7 @@ def _single_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
         out.append((a, b, ans)); idle = 0
     return out
 
+# %% ../../nbs/nupa/21a_generate.ipynb #bb7f4baf
 def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
     "`_scientific(r, l, lo, hi)` for l <= L with its draws written out: `(l, lo, hi) -> (text, m, k, exponent)` or None, the value m / 10**k (k may be negative)."
     bits, rand = r.getrandbits, r.random
@@ -465,6 +495,7 @@ def _scientific_drawer(r:random.Random, L:int) -> Callable[..., tuple | None]:
         return f'{s[0]}.{s[1:]}e{e}', v, dl - e, e
     return draw
 
+# %% ../../nbs/nupa/21a_generate.ipynb #2927156d
 def _scientific_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
     "`_items` of a task on two scientific numbers (add, sub, multiply, max, min and their variants), like `_float_pair_items`."
     kind, r, seen, out = t.kind, rng(seed, t.name, L), set(), []
@@ -503,6 +534,7 @@ def _scientific_pair_items(t:Task, L:int, n:int, seed:int) -> list[tuple]:
         out.append((a, b, ans)); idle = 0
     return out
 
+# %% ../../nbs/nupa/21a_generate.ipynb #bbb02067
 def _fast_items(t:Task) -> Callable | None:
     "The fast path of `_items` for `t`, if it has one: `(t, length, n, seed) -> [(a, b, answer), ...]`."
     if t.variant == 'hard' and t.kind in ('max', 'min') and t.representation in ('integer', 'float'): return None  # shared prefixes
@@ -514,7 +546,7 @@ def _fast_items(t:Task) -> Callable | None:
     if t.representation == 'float' and t.second == 'float': return _float_pair_items
     return None
 
-# %% ../../nbs/nupa/21a_generate.ipynb #eb049d4b
+# %% ../../nbs/nupa/21a_generate.ipynb #7a72c32f
 def summarize_task(task:str|Task, n:int=1000, seed:int=0, lengths=None) -> list[dict]:
     "Generate `task` at each length (default: its own range) and keep per length: items, mean answer length, seconds."
     t = get_task(task); rows = []
@@ -526,6 +558,7 @@ def summarize_task(task:str|Task, n:int=1000, seed:int=0, lengths=None) -> list[
                      'answer_chars': sum(len(r['answer']) for r in recs) / max(1, len(recs))})
     return rows
 
+# %% ../../nbs/nupa/21a_generate.ipynb #21f3eff4
 def summarize(tasks=None, # task names, 'all' / None or 'nupa41'
               n:int=1000, # items per task and length
               seed:int=0, # the generation seed
@@ -541,7 +574,7 @@ def summarize(tasks=None, # task names, 'all' / None or 'nupa41'
             parts = list(progress(ex.map(job, names), total=len(names), desc='NUPA', unit='task'))
     return [r for part in parts for r in part]
 
-# %% ../../nbs/nupa/21a_generate.ipynb #64240651
+# %% ../../nbs/nupa/21a_generate.ipynb #a45c7459
 @dataclass(kw_only=True)
 class NupaItems:
     "Settings of `numcook nupa generate` (its flags are these fields)."
@@ -553,6 +586,7 @@ class NupaItems:
     yes: bool = param(False, negative='') # go ahead when the estimated output exceeds 4 GB
     workers: int = param(1, lo=1, hi=256) # processes generating in parallel; the output does not depend on it
 
+# %% ../../nbs/nupa/21a_generate.ipynb #afbdcb34
 GENERATE_LIMIT_BYTES = 4e9  # `nupa generate` asks for --yes above this estimated output (the default 3.3M items: about 1.6 GB)
 
 def generate_estimate(names:list[str], lengths:list[int]|None, n:int) -> tuple[int, float]:
@@ -560,6 +594,7 @@ def generate_estimate(names:list[str], lengths:list[int]|None, n:int) -> tuple[i
     pairs = [(t, L) for t in names for L in (lengths or get_task(t).lengths)]
     return len(pairs) * n, sum(n * (250 + 5 * L) for _, L in pairs)
 
+# %% ../../nbs/nupa/21a_generate.ipynb #33036123
 def _write_blocks(blocks:Iterable[str], path:str|Path) -> int:
     "Write blocks of JSON lines to `path` atomically, one write per block; the number of lines written."
     n = 0
@@ -568,6 +603,7 @@ def _write_blocks(blocks:Iterable[str], path:str|Path) -> int:
             if b: f.write(b + '\n'); n += b.count('\n') + 1
     return n
 
+# %% ../../nbs/nupa/21a_generate.ipynb #9c6b9be5
 def generate_command(s:NupaItems) -> int:
     "`numcook nupa generate`: write the items of `s` as JSON Lines, with their settings beside them."
     names = task_names(s.tasks)
