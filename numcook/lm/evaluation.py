@@ -13,7 +13,7 @@ from ..core.files import JsonlLog, atomic_file, atomic_write
 from ..core.outputs import OutputGuard, check_output_path
 from ..core.config import param, to_jsonable
 from ..core.parallel import progress
-from .runtime import pick_device
+from .runtime import default_cpu_threads, pick_device
 from .models import DTYPES, run_config
 from .backends import HFBackend, as_backend, backend_from_args, check_backend_args
 import numcook
@@ -79,7 +79,7 @@ def load_eval_model(s:EvalSettings, **load) -> Loaded:
     "Open `s.model` (a numcook run folder, a model folder, a hub id, or a served model) with the backend `s` names, and describe it."
     saved = None
     if check_backend_args(s) is HFBackend:
-        if not s.device_map: pick_device(s.device)
+        if not s.device_map and pick_device(s.device).type == 'cpu': default_cpu_threads()   # (one per free core: see lm.runtime)
         ref = model_ref(s.model)                       # resolved once: a named model's converted folder (made on first use), its source
         gen = HFBackend.load(ref, s.device, None if s.dtype == 'auto' else s.dtype, s.device_map, s.batch_size, **load)
         saved = run_config(ref.path) if Path(ref.path).exists() else None

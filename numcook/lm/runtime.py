@@ -4,7 +4,7 @@
 
 # %% ../../nbs/lm/11_runtime.ipynb #6e421487
 from __future__ import annotations
-import contextlib, inspect
+import contextlib, inspect, os
 from typing import Sequence
 import torch
 from ..core.errors import NumcookError, did_you_mean
@@ -13,8 +13,8 @@ from ..core.parallel import progress
 from .tokenizers import encode
 
 # %% auto #0
-__all__ = ['SAMPLING', 'pick_device', 'torch_threads', 'left_pad', 'stop_ids', 'with_cache', 'returned_cache', 'greedy_ids',
-           'generate']
+__all__ = ['SAMPLING', 'pick_device', 'torch_threads', 'free_cores', 'default_cpu_threads', 'left_pad', 'stop_ids', 'with_cache',
+           'returned_cache', 'greedy_ids', 'generate']
 
 # %% ../../nbs/lm/11_runtime.ipynb #02fbb79d
 def pick_device(device:str='auto') -> torch.device:
@@ -36,10 +36,22 @@ def torch_threads(n:int, device=None):
     finally: torch.set_num_threads(old)
 
 # %% ../../nbs/lm/11_runtime.ipynb #e5fc285e
+def free_cores(cores:int|None=None, load:float|None=None) -> int:
+    "Threads for CPU work started now: the cores this process may use less the load average over the last minute, at least 1."
+    cores = cores if cores is not None else len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    load = load if load is not None else os.getloadavg()[0] if hasattr(os, 'getloadavg') else 0.0
+    return max(1, min(cores, round(cores - load)))
+
+def default_cpu_threads():
+    "Set torch's CPU threads to `free_cores()`, unless the user chose a count (`OMP_NUM_THREADS`); the count in use."
+    if not os.environ.get('OMP_NUM_THREADS'): torch.set_num_threads(free_cores())
+    return torch.get_num_threads()
+
+# %% ../../nbs/lm/11_runtime.ipynb #c56e593c
 SAMPLING = {'greedy': dict(do_sample=False),
             'paper': dict(do_sample=True, temperature=0.6, top_p=0.9)}  # A.4.1: Llama's default generation settings
 
-# %% ../../nbs/lm/11_runtime.ipynb #c56e593c
+# %% ../../nbs/lm/11_runtime.ipynb #17783903
 def left_pad(rows:Sequence[Sequence[int]], pad_id:int) -> tuple[torch.Tensor, torch.Tensor]:
     "Token id rows as one left-padded [B, L] tensor and its attention mask (1 on tokens, 0 on pads)."
     L = max(map(len, rows))
@@ -49,7 +61,7 @@ def left_pad(rows:Sequence[Sequence[int]], pad_id:int) -> tuple[torch.Tensor, to
         if row: ids[r, L - len(row):] = torch.as_tensor(row, dtype=torch.long); mask[r, L - len(row):] = 1
     return ids, mask
 
-# %% ../../nbs/lm/11_runtime.ipynb #17783903
+# %% ../../nbs/lm/11_runtime.ipynb #01a9233f
 def stop_ids(model, tokenizer) -> list[int]:
     "Token ids that end a continuation: the tokenizer's EOS and the end ids of the model's generation config."
     ids = {tokenizer.eos_token_id}
@@ -57,7 +69,7 @@ def stop_ids(model, tokenizer) -> list[int]:
     ids |= set(gen) if isinstance(gen, (list, tuple)) else {gen}
     return sorted(i for i in ids if i is not None)
 
-# %% ../../nbs/lm/11_runtime.ipynb #01a9233f
+# %% ../../nbs/lm/11_runtime.ipynb #15abe94e
 _CACHE_KW: dict[type, str] = {}   # model class -> the keyword its forward takes a KV cache by
 
 def _cache_keyword(cls) -> str:
@@ -68,7 +80,7 @@ def _cache_keyword(cls) -> str:
     from transformers.modeling_outputs import CausalLMOutputWithPast  # deferred: only for a wrapper
     return 'cache' if 'cache' in getattr(CausalLMOutputWithPast, '__dataclass_fields__', {}) else 'past_key_values'
 
-# %% ../../nbs/lm/11_runtime.ipynb #15abe94e
+# %% ../../nbs/lm/11_runtime.ipynb #366c9d6a
 def with_cache(model, cache) -> dict:
     "`{keyword: cache}` for `model(...)`: `cache` where its forward takes that (transformers 5), else `past_key_values`."
     base = model.get_base_model() if hasattr(model, 'get_base_model') else model   # (a peft model passes it on to its base)
@@ -76,13 +88,13 @@ def with_cache(model, cache) -> dict:
     if kw is None: kw = _CACHE_KW[type(base)] = _cache_keyword(type(base))
     return {kw: cache}
 
-# %% ../../nbs/lm/11_runtime.ipynb #366c9d6a
+# %% ../../nbs/lm/11_runtime.ipynb #fad00df4
 def returned_cache(out):
     "The KV cache a forward pass returned (`out.cache`, or `out.past_key_values` from an older model)."
     c = getattr(out, 'cache', None)
     return c if c is not None else getattr(out, 'past_key_values', None)
 
-# %% ../../nbs/lm/11_runtime.ipynb #fad00df4
+# %% ../../nbs/lm/11_runtime.ipynb #a2e569ea
 def _wants_bos(tokenizer, add_bos:bool|None) -> bool:
     bos = tokenizer.bos_token_id
     if bos is None or add_bos is False: return False
