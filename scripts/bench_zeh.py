@@ -20,7 +20,11 @@ Two models:
   - with `--authors`, on the multiplication grid, the authors' TF + prefill (their `run_prefill_verification`)
     on their own tasks (`generate_tasks(1, M, tokenizer)`: their prompt, which is numcook's baseline prompt,
     rendered and tokenized by them; the gold answers theirs, a*b), timed whole: task building + verification.
-    Their code only has the multiplication grid, so the other families have no authors' row.
+    Their code only has the multiplication grid, so the other families have no authors' row;
+  - with `--authors`, the whole commands (`--whole N`, default 12): `numcook eval zeh` on the 1..N multiplication grid
+    in a fresh process (imports, the model resolved and loaded, verification, every record and the summary written)
+    against the authors' whole job in a fresh process (`AUTHORS_WHOLE`: their imports, their `setup_model`, their
+    tasks and TF + prefill, the verdicts written), alternating, `--threads` torch threads each; the verdicts compared.
   The ratios: *x limit* is the method's time over the limit's (1.00 = at the limit); *vs naive* is naive greedy
   decoding's time over the method's. Every method's per-instance verdicts are compared with naive greedy
   decoding's (the definition), from a first untimed round that writes the records.
@@ -55,7 +59,7 @@ Their code calls `torch.cuda` timers and memory counters, which are made no-ops 
 index KV caches as transformers 4 did (`cache[i]`), which is provided under transformers 5. Ratios are their time
 over numcook's.
 """
-import argparse, dataclasses, json, os, statistics, subprocess, sys, tempfile, time
+import argparse, dataclasses, json, os, shutil, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 import torch
 from numcook.zeh.families import get_family, relabel
@@ -311,6 +315,68 @@ def real_family(model, tok, name, M, args, authors):
     return rows
 
 
+# ---------------------------------------------------------------- whole commands
+# the authors' whole job on the multiplication grid in a fresh interpreter: their imports, their model loading
+# (utils.setup_model: float32 on a CPU), their tasks and their TF + prefill, the verdicts written as JSON
+AUTHORS_WHOLE = '''import sys, json, contextlib, io
+root, folder, M, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.path[:0] = [root + '/scripts', root + '/src']
+from unittest import mock
+import torch
+from transformers import DynamicCache
+with contextlib.redirect_stdout(io.StringIO()):
+    import speedtest, utils
+for f in ('synchronize', 'reset_peak_memory_stats', 'max_memory_allocated', 'empty_cache'):
+    mock.patch.object(torch.cuda, f, lambda *a, **k: 0).start()
+if not hasattr(DynamicCache, '__getitem__'):
+    mock.patch.object(DynamicCache, '__getitem__', lambda c, i: (c.layers[i].keys, c.layers[i].values), create=True).start()
+with contextlib.redirect_stdout(io.StringIO()):
+    model, tok = utils.setup_model(folder, 'cpu')
+    tasks = utils.generate_tasks(1, M, tok)
+    res, fwd, _ = speedtest.run_prefill_verification(model, tok, tasks, 'cpu', torch.float32, batch_size=64)
+json.dump([[t['a'], t['b'], bool(r)] for t, r in zip(tasks, res)], open(out, 'w'))
+'''
+NUMCOOK = [str(Path(sys.executable).parent / 'numcook')] if (Path(sys.executable).parent / 'numcook').exists() else \
+          [sys.executable, '-c', 'import sys; from numcook.cli import main; sys.exit(main(sys.argv[1:]))']
+
+
+def children_cpu():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def whole_commands(args, M, authors_root):
+    """The whole `numcook eval zeh` (a fresh process: imports, the model resolved and loaded, verification, records
+    written) against the authors' whole job (AUTHORS_WHOLE), on the 1..M multiplication grid, alternating, `--repeats`
+    times, each with `--threads` torch threads: medians of wall and CPU seconds, and the verdicts compared."""
+    from numcook.lm.catalog import resolve_model
+    folder, env = resolve_model(args.model), dict(os.environ, OMP_NUM_THREADS=str(args.threads), NUMCOOK_PROGRESS='0')
+    T = {'numcook eval zeh': [], "authors' whole job": []}
+    with tempfile.TemporaryDirectory() as d:
+        ours = [*NUMCOOK, 'eval', 'zeh', '--model', args.model, '--max-size', str(M), '--stop', 'all', '--device', 'cpu',
+                '--dtype', args.dtype or 'auto', '--out', f'{d}/ours']
+        theirs = [sys.executable, '-c', AUTHORS_WHOLE, str(authors_root), folder, str(M), f'{d}/theirs.json']
+        for r in range(-1, args.repeats):                 # (round -1, untimed: compiled modules and the page cache warm)
+            for k, cmd in (('numcook eval zeh', ours), ("authors' whole job", theirs)):
+                if cmd is ours: shutil.rmtree(f'{d}/ours', ignore_errors=True)   # (a fresh folder: the command would resume)
+                w, c = time.perf_counter(), children_cpu()
+                subprocess.run(cmd, check=True, capture_output=True, env=env)
+                if r >= 0: T[k].append((time.perf_counter() - w, children_cpu() - c))
+        mine = {tuple(rec['problem']): rec['correct'] for rec in map(json.loads, Path(d, 'ours', 'results.jsonl').read_text().splitlines())}
+        theirs_v = {(a, b): ok for a, b, ok in json.loads(Path(d, 'theirs.json').read_text())}
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in T.items()}
+    (ow, oc), (aw, ac) = med['numcook eval zeh'], med["authors' whole job"]
+    print(f"\nwhole commands, multiplication 1..{M}, {args.threads} torch thread(s), fresh processes, medians of {args.repeats}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for k, (w, c) in med.items(): print(f"  {k:<22}{w:8.2f} s wall {c:8.2f} s CPU")
+    print(f"  the authors' whole job over numcook's whole command: {aw / ow:.2f}x wall, {ac / oc:.2f}x CPU")
+    differ = sorted(k for k in theirs_v if mine.get(k) != theirs_v[k])
+    print(f"  verdicts: {len(theirs_v) - len(differ)} of {len(theirs_v)} the same" + (f"; differing {differ[:6]} (their check counts "
+          f"the answer's digits right even where the model goes on after them; numcook's greedy decoding does not)" if differ else ''))
+    return mine, theirs_v
+
+
 def real_main(args):
     from numcook.lm.models import load_model_and_tokenizer
     model, tok = load_model_and_tokenizer(args.model, None if args.device == 'auto' else args.device,
@@ -325,6 +391,8 @@ def real_main(args):
     for spec in args.families.split(','):
         name, _, M = spec.partition(':')
         rows += real_family(model, tok, name, int(M or 12), args, authors)
+    if authors is not None and args.whole:
+        whole_commands(args, args.whole, args.authors)
     if args.csv:
         import csv
         with open(args.csv, 'w', newline='') as f:
@@ -351,6 +419,7 @@ def main(argv=None):
     p.add_argument('--threads', type=int, default=1, help='torch CPU threads')
     p.add_argument('--authors', default=None, help="checkout of github.com/joisino/zeh: time the authors' paths paired with numcook's")
     p.add_argument('--repeats', type=int, default=3, help='paired repeats (medians reported)')
+    p.add_argument('--whole', type=int, default=12, help="with --model and --authors: also time the whole `numcook eval zeh` against the authors' whole job on the 1..N multiplication grid, in fresh processes (0: not)")
     p.add_argument('--paired-only', action='store_true', help='with --authors: only the paired grid verification')
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads); os.environ.setdefault('NUMCOOK_PROGRESS', '0')
