@@ -50,6 +50,7 @@ class EvalSettings:
     out: str = ''                     # results folder: results.jsonl, summary.csv, summary.json, config.json (a rerun with the same settings resumes it)
     yes: bool = False                 # go ahead when the estimated work is very large
 
+# %% ../../nbs/lm/14_evaluation.ipynb #89ffeae0
 def check_settings(s:EvalSettings, what:str) -> EvalSettings:
     "Refuse settings an evaluation cannot start with (no model, no results folder, an unknown device) before any work."
     if not s.model: raise NumcookError(f"give --model: the model folder or hub id to evaluate on {what}")
@@ -62,11 +63,12 @@ def check_settings(s:EvalSettings, what:str) -> EvalSettings:
     check_output_path(s.out, folder=True)
     return s
 
-# %% ../../nbs/lm/14_evaluation.ipynb #89ffeae0
+# %% ../../nbs/lm/14_evaluation.ipynb #c3eaf8f0
 def text_sha256(text:str|None) -> str|None:
     "SHA-256 of a text (a chat template), or None."
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
+# %% ../../nbs/lm/14_evaluation.ipynb #cd24b820
 @dataclass
 class Loaded:
     "A model loaded for evaluation, with what a results config records about it."
@@ -75,6 +77,7 @@ class Loaded:
     info: dict                    # the backend's description (model, weights or revision, dtype, device), tokenizer, chat template
     run_config: dict|None = None  # the settings a numcook run folder was trained with (its number format and prompt style), else None
 
+# %% ../../nbs/lm/14_evaluation.ipynb #cf7e34a3
 def load_eval_model(s:EvalSettings, **load) -> Loaded:
     "Open `s.model` (a numcook run folder, a model folder, a hub id, or a served model) with the backend `s` names, and describe it."
     saved = None
@@ -90,7 +93,7 @@ def load_eval_model(s:EvalSettings, **load) -> Loaded:
             'chat_template_sha256': text_sha256(getattr(tok, 'chat_template', None))}
     return Loaded(gen, tok, info, saved)
 
-# %% ../../nbs/lm/14_evaluation.ipynb #2026f7ef
+# %% ../../nbs/lm/14_evaluation.ipynb #89f62739
 def chat_protocol(tok, chat_template:bool|None) -> bool:
     "Whether prompts go through `tok`'s chat template: `chat_template` if given (True needs a template), else whether it has one."
     has = bool(getattr(tok, 'chat_template', None))
@@ -98,6 +101,7 @@ def chat_protocol(tok, chat_template:bool|None) -> bool:
         raise NumcookError("--apply-chat-template: this tokenizer has no chat template; drop the flag, or give a chat model")
     return has if chat_template is None else bool(chat_template)
 
+# %% ../../nbs/lm/14_evaluation.ipynb #b453c4e1
 def as_sent(tok, user:str, system:str|None=None, chat:bool=False) -> str:
     "The prompt text as the model receives it: the chat template around `system` and `user`, or plain text."
     if chat:
@@ -105,7 +109,7 @@ def as_sent(tok, user:str, system:str|None=None, chat:bool=False) -> str:
         return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
     return f"{system}\n{user}" if system else user
 
-# %% ../../nbs/lm/14_evaluation.ipynb #daf018f3
+# %% ../../nbs/lm/14_evaluation.ipynb #28682a27
 RESUME_SAME = ('benchmark', 'backend', 'tokenizer', 'tokenizer_vocab',
                'chat_template_sha256', 'protocol', 'decoding', 'task_version')
 
@@ -119,6 +123,7 @@ def git_commit() -> dict:
     commit = git('rev-parse', 'HEAD')
     return {'git_commit': commit, 'git_dirty': None if commit is None else bool(git('status', '--porcelain', '--untracked-files=no'))}
 
+# %% ../../nbs/lm/14_evaluation.ipynb #f6f5f783
 def library_versions() -> dict:
     "The versions of numcook, Python and the libraries a result depends on."
     out = {'numcook': __version__, **git_commit(), 'python': sys.version.split()[0]}
@@ -127,6 +132,7 @@ def library_versions() -> dict:
         except PackageNotFoundError: out[lib] = None
     return out
 
+# %% ../../nbs/lm/14_evaluation.ipynb #af7217a1
 def eval_config(benchmark:str, s:EvalSettings, loaded:Loaded, protocol:dict, decoding:dict, task_version:int|str,
                 **task) -> dict:
     "The config of one evaluation: settings as given, the model as loaded, protocol, decoding, task, versions."
@@ -134,7 +140,7 @@ def eval_config(benchmark:str, s:EvalSettings, loaded:Loaded, protocol:dict, dec
             'protocol': to_jsonable(protocol), 'decoding': to_jsonable(decoding), 'task_version': task_version,
             'task': to_jsonable(task), 'versions': library_versions()}
 
-# %% ../../nbs/lm/14_evaluation.ipynb #bbce7fd3
+# %% ../../nbs/lm/14_evaluation.ipynb #f0f360fd
 class EvalFolder:
     "One evaluation's results folder: config.json, results.jsonl (resumable), summary.csv and summary.json."
     def __init__(self, out:str|Path, config:dict, same:Sequence[str]=RESUME_SAME):
@@ -168,6 +174,7 @@ class EvalFolder:
         write_summary(self.path, rows, summary)
         self.guard.done(results=len(self.log))
 
+# %% ../../nbs/lm/14_evaluation.ipynb #2338dbb0
 def write_summary(folder:str|Path, rows:Sequence[dict], summary:dict, json_name:str|None='summary.json'):
     "`summary.csv` (one row per group) and `summary.json` (the overall numbers and the rows; not when `json_name` is None) in `folder`, each written whole."
     import pandas as pd  # deferred: pandas only where a table is built
@@ -175,7 +182,7 @@ def write_summary(folder:str|Path, rows:Sequence[dict], summary:dict, json_name:
     with atomic_file(folder / 'summary.csv') as f: pd.DataFrame(list(rows)).to_csv(f, index=False)
     if json_name: atomic_write(folder / json_name, json.dumps(to_jsonable({**summary, 'rows': list(rows)}), indent=2) + '\n')
 
-# %% ../../nbs/lm/14_evaluation.ipynb #4cc97fd5
+# %% ../../nbs/lm/14_evaluation.ipynb #7fba41a0
 BATCH_TOKENS = 65536   # most tokens (prompts and answers, estimated) in one batch: long prompts go fewer at a time
 
 def batch_rows(samples:Sequence[dict], budget:int, batch_size:int, tokens:int=BATCH_TOKENS) -> int:
@@ -183,6 +190,7 @@ def batch_rows(samples:Sequence[dict], budget:int, batch_size:int, tokens:int=BA
     longest = max((len(x['prompt']) if isinstance(x['prompt'], str) else 3 * len(x['prompt']) for x in samples), default=0) // 3 + budget
     return max(1, min(batch_size, tokens // max(1, longest)))
 
+# %% ../../nbs/lm/14_evaluation.ipynb #0ddc24be
 def generate_and_score(model, tok, samples:Sequence[dict], score:Callable[[dict, str], dict], folder:EvalFolder|JsonlLog|None=None,
                        batch_size:int=64, sampling:str='greedy', seed:int=0, add_bos:bool|None=None, desc:str='eval',
                        show_progress:bool=True) -> list[dict]:

@@ -46,7 +46,7 @@ def alibi_slopes(n_heads:int) -> torch.Tensor:
         s = pow2(c) + pow2(2 * c)[0::2][:n_heads - c]
     return torch.tensor(s, dtype=torch.float32)
 
-# %% ../../nbs/lm/12_models.ipynb #940af2f4
+# %% ../../nbs/lm/12_models.ipynb #e5f2e8fb
 def alibi_attention_forward(module, query, key, value, attention_mask, dropout:float=0.0, scaling:float|None=None, **kwargs):
     "Scaled dot-product attention with ALiBi biases; `query` [b,h,q,d], `key`/`value` [b,h_kv,kv,d]."
     b, h, q, d = query.shape
@@ -65,6 +65,7 @@ def alibi_attention_forward(module, query, key, value, attention_mask, dropout:f
                                          scale=scaling)
     return out.transpose(1, 2).contiguous(), None
 
+# %% ../../nbs/lm/12_models.ipynb #fa025595
 def _alibi_mask(*args, **kwargs):
     "The boolean causal/padding mask, never skipped (ALiBi always needs explicit scores)."
     kwargs['allow_is_causal_skip'] = False
@@ -73,7 +74,7 @@ def _alibi_mask(*args, **kwargs):
 AttentionInterface.register('alibi', alibi_attention_forward)
 AttentionMaskInterface.register('alibi', _alibi_mask)
 
-# %% ../../nbs/lm/12_models.ipynb #c928d103
+# %% ../../nbs/lm/12_models.ipynb #5ab57d72
 def model_config(size:str|tuple='tiny', # a key of MODEL_SIZES, or (layers, hidden, intermediate, heads, kv_heads)
                  pe:str='rope', # one of POSITIONAL_ENCODINGS
                  vocab_size:int=101, # size of the tokenizer's vocabulary
@@ -99,6 +100,7 @@ def model_config(size:str|tuple='tiny', # a key of MODEL_SIZES, or (layers, hidd
     if pe == 'alibi': cfg._attn_implementation = 'alibi'
     return cfg
 
+# %% ../../nbs/lm/12_models.ipynb #675f8676
 def make_model(size:str|tuple='tiny', pe:str='rope', tokenizer=None, seed:int|None=0, dtype=torch.float32, **kwargs) -> LlamaForCausalLM:
     "A randomly initialised Llama model (see `model_config`); `seed` fixes the initial weights."
     cfg = model_config(size, pe, tokenizer=tokenizer, **kwargs)
@@ -107,16 +109,18 @@ def make_model(size:str|tuple='tiny', pe:str='rope', tokenizer=None, seed:int|No
     if pe == 'alibi': m.set_attn_implementation('alibi')
     return m
 
+# %% ../../nbs/lm/12_models.ipynb #b07c1f21
 def positional_encoding(model) -> str:
     "The positional encoding ('rope', 'nope' or 'alibi') of a model made here, read from its config."
     cfg = getattr(model, 'config', model)
     return getattr(cfg, 'numcook_pe', 'rope')
 
+# %% ../../nbs/lm/12_models.ipynb #7331f648
 def count_parameters(model) -> int:
     "Number of parameters of `model`."
     return sum(p.numel() for p in model.parameters())
 
-# %% ../../nbs/lm/12_models.ipynb #fa025595
+# %% ../../nbs/lm/12_models.ipynb #6c1a5576
 DTYPES = {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16,
           'float16': torch.float16, 'fp16': torch.float16}  # dtype names the command lines accept
 
@@ -126,6 +130,7 @@ def latest_checkpoint(out_dir:str|Path, before:int|None=None) -> Path|None:
     cks = [c for c in cks if (c / 'trainer_state.pt').exists() and (before is None or int(c.name[5:]) < before)]
     return cks[-1] if cks else None
 
+# %% ../../nbs/lm/12_models.ipynb #742c2f34
 def model_folder(path:str|Path) -> Path:
     "The model folder of a run folder (its `final` folder, else its latest checkpoint), or `path` itself."
     path = Path(path)
@@ -133,11 +138,13 @@ def model_folder(path:str|Path) -> Path:
     if not (path / 'config.json').exists() and (ck := latest_checkpoint(path)): return ck
     return path
 
+# %% ../../nbs/lm/12_models.ipynb #903c2cb2
 def run_config(path:str|Path) -> dict|None:
     "The training settings saved with a model (`train_config.json` of a run folder or its model folder) as a dict, or None."
     f = model_folder(path) / 'train_config.json'
     return read_config(f) if Path(path).exists() and f.is_file() else None
 
+# %% ../../nbs/lm/12_models.ipynb #924f4dd0
 _READ = ('.json', '.safetensors', '.bin', '.model', '.jinja', '.txt')   # the files of a model folder that the loaders read
 
 def _checked_folder(path:str|Path) -> str:
@@ -152,6 +159,7 @@ def _checked_folder(path:str|Path) -> str:
         check_converted(folder)
     return str(folder)
 
+# %% ../../nbs/lm/12_models.ipynb #1a112818
 def load_model(path:str|Path, # a hub id, a model folder, or a run folder of `numcook train`
                device:str|None=None, # 'auto', 'cpu', 'cuda', ... (None: where the loader puts it)
                dtype=None, # a torch dtype or a name of DTYPES (None: as saved)
@@ -175,10 +183,12 @@ def _load(path:str, device, dtype, **kwargs) -> torch.nn.Module:
         raise NumcookError(f"cannot load model {str(path)!r}: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
     return m.to(device) if device else m
 
+# %% ../../nbs/lm/12_models.ipynb #7949dbcf
 def tokenizer_of(path:str|Path):
     "The tokenizer of what `load_model` loads from `path` (a hub id, a named model, a model folder, or a run folder of `numcook train`)."
     return load_tokenizer(_checked_folder(path))
 
+# %% ../../nbs/lm/12_models.ipynb #1f11a280
 def load_model_and_tokenizer(path:str|Path, device:str|None=None, dtype=None, **kwargs):
     "`load_model` in eval mode, with its tokenizer from the same folder or hub id."
     folder = _checked_folder(path)                            # resolved once, for both

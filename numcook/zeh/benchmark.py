@@ -35,12 +35,14 @@ class ZehEval(EvalSettings):
     stop: str = param('horizon', choices=('horizon', 'all'))  # 'horizon': stop at the first failing size; 'all': verify every size
     slack_tokens: int = param(8, lo=1) # greedy budget = gold answer tokens + slack_tokens (unless --max-new-tokens)
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #518e23ab
 RUN_LIMIT = 1_000_000   # instances a run verifies at most without --yes
 
 def _default_strategy(backend:str) -> str:
     "The strategy of a run given no `--strategy`: trie_gather (`ZehConfig`'s default) in this process, logprobs through a server."
     return ZehConfig.strategy if backend == 'hf' else 'logprobs'
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #a329a132
 def zeh_run_config(s:ZehEval) -> ZehConfig:
     "The `ZehConfig` of command-line settings `s` (the strategy: trie_gather, the default, in this process; logprobs through a server)."
     strategy = s.strategy or _default_strategy(s.backend)
@@ -49,6 +51,7 @@ def zeh_run_config(s:ZehEval) -> ZehConfig:
                      max_new_tokens=s.max_new_tokens, limit=s.limit, device=s.device, dtype=s.dtype,
                      chat_template=s.chat_template, system_prompt=s.system_prompt)
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #7f1664ef
 def run_estimate(fam:Family, cfg:ZehConfig) -> int:
     "The most instances a run can verify (all sizes, no early stop); an exhaustive size beyond the family's limit is a one-line error."
     if not cfg.sample and fam.max_exhaustive is not None and cfg.max_size > fam.max_exhaustive:
@@ -60,17 +63,20 @@ def run_estimate(fam:Family, cfg:ZehConfig) -> int:
     else: n = sum(min(fam.count(k), cfg.sample) if cfg.sample else fam.count(k) for k in sizes)
     return min(n, cfg.limit) if cfg.limit else n
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #d19bd640
 def listing() -> str:
     "The families, their prompts, and the strategies."
     lines = [f"family   {name:<16} prompts: {', '.join(FAMILIES[name]().prompts)}" for name in sorted(FAMILIES)]
     lines.append(f"family   {'nupa:<task>':<16} any NUPA task, size = digit length, sampled")
     return '\n'.join(lines + [f"strategy {name:<16} {STRATEGIES[name].doc}" for name in sorted(STRATEGIES)])
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #8b4fdc7c
 @dataclass(frozen=True)
 class ZehPlan(Plan):
     "`numcook eval zeh`'s settings made once into the run's `ZehConfig`."
     config: ZehConfig
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #f222be76
 class ZehBenchmark(Benchmark):
     "The Zero-Error Horizon (Sato): the largest size up to which a model answers every instance of a family right."
     name, title, settings, version = 'zeh', 'the Zero-Error Horizon of a problem family', ZehEval, ZEH_VERSION
@@ -108,7 +114,7 @@ class ZehBenchmark(Benchmark):
         why = f" (limiter {lim['problem']}: gold {lim['gold']}, answered {lim['output']!r})" if lim else ''
         return f"{summary.get('family')} / {summary.get('prompt')}: {zeh}{why}; " + super().headline(summary)
 
-# %% ../../nbs/zeh/37_benchmark.ipynb #0076983a
+# %% ../../nbs/zeh/37_benchmark.ipynb #e1aaa752
 _RESULT_FIELDS = {'id': str, 'size': int, 'index': int, 'correct': bool, 'gold': str, 'problem': (str, int, list, dict)}   # what a summary needs of a record
 
 def folder_config(d:Path) -> ZehConfig:
@@ -121,6 +127,7 @@ def folder_config(d:Path) -> ZehConfig:
     if got.get('strategy') is None: got['strategy'] = _default_strategy((saved.get('settings') or {}).get('backend', 'hf'))
     return ZehConfig(**got)
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #c3a74d7c
 def folder_summary(d:str|Path) -> tuple[list[dict], dict]:
     "The per-size rows and the summary of ZEH results folder `d`, recomputed from its checked records."
     d = Path(d)
@@ -135,11 +142,13 @@ def folder_summary(d:str|Path) -> tuple[list[dict], dict]:
     timings = read_records(d / 'timings.jsonl', 'timings', {'seconds': float}, key=None, empty_ok=True) if (d / 'timings.jsonl').exists() else []
     return size_rows(records), summarize(records, cfg, timings, limiter_output=_saved_limiter_output(d))
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #6e044fcd
 def summary_command(d:str) -> int:
     "`numcook zeh summary DIR`: print the summary of a results folder, recomputed from its records, as `numcook eval zeh` prints it."
     rows, summ = folder_summary(d)
     ZehBenchmark().show(rows, summ, d); return 0
 
+# %% ../../nbs/zeh/37_benchmark.ipynb #0a8b6a83
 def list_command() -> int:
     "`numcook zeh list`: the families, their prompts, and the strategies."
     print(listing()); return 0

@@ -41,6 +41,7 @@ class Item:
     answer_text: str|None = None  # `answer_ids` decoded (what a complete teacher-forced match reads as)
     prompt: str|None = None       # the prompt as sent (the chat template around the instance, or the plain text)
 
+# %% ../../nbs/zeh/32_verify.ipynb #875745d3
 def _plain_backend(tok):
     "The `tokenizers` backend of `tok` when `tok(texts)` is exactly its `encode_batch` (a fast tokenizer that changes nothing), else False."
     try: from transformers.tokenization_utils_tokenizers import TokenizersBackend  # (a transformers 5 class: absent from older versions)
@@ -50,6 +51,7 @@ def _plain_backend(tok):
              and type(tok).__call__ is PreTrainedTokenizerBase.__call__ and hasattr(be, 'encode_batch_fast'))
     return be if plain else False
 
+# %% ../../nbs/zeh/32_verify.ipynb #35340987
 def special_cuts(tok, before:str, after:str) -> tuple[int, int]:
     "Where the last added token of `before` ends and the first of `after` starts (0 and `len(after)` if none): a tokenizer splits its input at added tokens before anything else, so the text between encodes on its own."
     be = getattr(tok, '_tokenizer', None)
@@ -58,6 +60,7 @@ def special_cuts(tok, before:str, after:str) -> tuple[int, int]:
     return (max((before.rfind(t) + len(t) for t in toks if t in before), default=0),
             min((after.find(t) for t in toks if t in after), default=len(after)))
 
+# %% ../../nbs/zeh/32_verify.ipynb #66d3a16b
 class Verifier:
     "A model (or a `numcook.lm.backends` backend), tokenizer, family and prompt ready for exact verification."
     def __init__(self, model, tokenizer, family:Family, prompt:Prompt, slack_tokens:int=8, chat:bool|None=None,
@@ -135,12 +138,12 @@ class Verifier:
         budget = lambda g: self.max_new_tokens or len(enc[g]) + self.slack
         return [Item(i, p, enc[i.gold], budget(i.gold), text[i.gold], t) for i, p, t in zip(insts, ids, texts)]
 
-# %% ../../nbs/zeh/32_verify.ipynb #d4996824
+# %% ../../nbs/zeh/32_verify.ipynb #0aa65d2c
 def greedy_decode(v:Verifier, items:list[Item]) -> list[tuple[list[int], bool]]:
     "Greedy continuation of each item's prompt (`numcook.lm.runtime.greedy_ids`): (new token ids without the stop token, whether it stopped)."
     return greedy_ids(v.model, [it.prompt_ids for it in items], [it.budget for it in items], v.stop_ids, v.pad_id)
 
-# %% ../../nbs/zeh/32_verify.ipynb #35340987
+# %% ../../nbs/zeh/32_verify.ipynb #2ca9ce72
 def judge(v:Verifier, it:Item, preds:list[int]) -> tuple[str, str|None, str, list[int]]:
     "From the argmaxes after the last prompt token and each gold token: ('done'|'wrong'|'fallback', answer, prefix, the answer tokens known to be the model's choices)."
     a = it.answer_ids
@@ -213,7 +216,7 @@ def tf_argmax(v:Verifier, items:list[Item], prefill:bool) -> list[list[int]]:
     off = L - keep
     return [am[r][s - off: s - off + len(it.answer_ids) + 1] for r, (it, s) in enumerate(zip(items, starts))]
 
-# %% ../../nbs/zeh/32_verify.ipynb #1ea8ca8b
+# %% ../../nbs/zeh/32_verify.ipynb #34c53e32
 def logprob_argmax(v:Verifier, items:list[Item]) -> list[list[int|None]]:
     "Greedy choices after the last prompt token and each gold token, from the backend's prompt log-probabilities."
     pos = v.backend.prompt_logprobs([it.prompt_ids + it.answer_ids for it in items])
@@ -221,6 +224,7 @@ def logprob_argmax(v:Verifier, items:list[Item]) -> list[list[int|None]]:
         raise NumcookError(f"backend {v.backend.name!r} returns no prompt log-probabilities; use a greedy strategy (naive, batched, batched_la)")
     return [[greedy_choice(p) for p in ps[len(it.prompt_ids) - 1:]] for it, ps in zip(items, pos)]
 
+# %% ../../nbs/zeh/32_verify.ipynb #4f40d7f2
 def greedy_answers(v:Verifier, items:list[Item], known:list[list[int]]|None=None) -> list[tuple[str, bool]]:
     "Each item's greedy answer text and whether it stopped, decoded in this process or by the backend's server; `known`: answer tokens per item already known to be the model's choices, continued from."
     known = known or [[] for _ in items]
@@ -234,7 +238,7 @@ def greedy_answers(v:Verifier, items:list[Item], known:list[list[int]]|None=None
             out[k] = (v.decode(known[k] + c.token_ids) if c.token_ids is not None else v.decode(known[k]) + c.text, c.finish == 'stop')
     return out
 
-# %% ../../nbs/zeh/32_verify.ipynb #2ca9ce72
+# %% ../../nbs/zeh/32_verify.ipynb #dbbebf7f
 @torch.no_grad()
 def trie_logits(v:Verifier, items:list[Item], extra:Callable|None=None) -> tuple[Trie, list[int], list[int], torch.Tensor]:
     "One tree-attention pass (`numcook.zeh.trie.tree_forward`): the trie, each item's first verified path index, the verified nodes and their logits."
@@ -244,13 +248,14 @@ def trie_logits(v:Verifier, items:list[Item], extra:Callable|None=None) -> tuple
     nodes = verified_nodes(trie, vfrom)
     return trie, vfrom, nodes, tree_forward(v.model, trie, v.prefix.cache if P else None, nodes, extra)
 
+# %% ../../nbs/zeh/32_verify.ipynb #4bbee949
 def trie_argmax(v:Verifier, items:list[Item], extra:Callable|None=None) -> list[list[int]]:
     "Argmax after the last prompt token and each gold token, per item, from one tree-attention pass."
     trie, vfrom, nodes, logits = trie_logits(v, items, extra)
     am, where = logits.argmax(-1).tolist(), {n: k for k, n in enumerate(nodes)}
     return [[am[where[n]] for n in path[f:]] for path, f in zip(trie.paths, vfrom)]
 
-# %% ../../nbs/zeh/32_verify.ipynb #dc588724
+# %% ../../nbs/zeh/32_verify.ipynb #8a1d7059
 @dataclass
 class Strategy:
     "How instances are verified: method, batching, prefilling, attention implementation and hooks."
@@ -269,6 +274,7 @@ class Strategy:
         impl = (self.setup(model) if self.setup is not None else None) or self.attn_implementation
         if impl and getattr(model.config, '_attn_implementation', None) != impl: model.set_attn_implementation(impl)
 
+# %% ../../nbs/zeh/32_verify.ipynb #afcfd67c
 STRATEGIES = Registry('strategy')
 for _s in [Strategy('naive', 'greedy', batch_size=1, doc='autoregressive greedy decoding, one instance at a time'),
            Strategy('batched', 'greedy', doc='batched greedy decoding within each size'),
@@ -284,6 +290,7 @@ for _s in [Strategy('naive', 'greedy', batch_size=1, doc='autoregressive greedy 
                     doc="teacher forcing from prompt log-probabilities (a server such as vLLM, or in-process), with fallback")]:
     STRATEGIES.register(_s.name, obj=_s)
 
+# %% ../../nbs/zeh/32_verify.ipynb #bfb20914
 def _flashtree():
     try: import numcook.zeh.flashtree as ft   # deferred: the kernel needs triton, which a strategy other than flashtree does not
     except ImportError as e:
@@ -300,9 +307,10 @@ def _flashtree_kwargs(end) -> dict:
 STRATEGIES.register('flashtree', obj=Strategy('flashtree', 'trie', lookahead=True, prefill=True,
     setup=_flashtree_setup, tree_kwargs=_flashtree_kwargs, doc='trie verification with the FlashTree kernel'))
 
+# %% ../../nbs/zeh/32_verify.ipynb #bbfd56bc
 def get_strategy(name:str) -> Strategy: return STRATEGIES.get(name)
 
-# %% ../../nbs/zeh/32_verify.ipynb #42950a72
+# %% ../../nbs/zeh/32_verify.ipynb #3092560f
 def verify_batch(v:Verifier, s:Strategy, items:list[Item], preds:list[list[int]]|None=None) -> list[dict]:
     "Verify `items` with strategy `s`: one result dict (correct, answer, how) per item, in order; `preds`: their argmaxes, if computed already."
     res, known = [None] * len(items), {}     # known: per fallback, the answer tokens its argmaxes showed to be the model's
@@ -325,6 +333,7 @@ def verify_batch(v:Verifier, s:Strategy, items:list[Item], preds:list[list[int]]
                           stopped=stopped, how='greedy' if s.verify == 'greedy' else f'{s.verify}+fallback')
     return res
 
+# %% ../../nbs/zeh/32_verify.ipynb #bf354545
 def _passes(v:Verifier, s:Strategy, batches:Iterable[list[Item]]) -> Iterator[tuple[list[Item], list[list[int]]|None]]:
     "Each batch with its argmaxes, from one trie pass shared by consecutive batches up to `s.pass_tokens` tokens after the prompt (else None: `verify_batch` computes them)."
     if s.verify != 'trie' or not s.pass_tokens: yield from ((b, None) for b in batches); return
@@ -339,7 +348,7 @@ def _passes(v:Verifier, s:Strategy, batches:Iterable[list[Item]]) -> Iterator[tu
         group.append(b); n += t
     if group: yield from flush()
 
-# %% ../../nbs/zeh/32_verify.ipynb #056af13f
+# %% ../../nbs/zeh/32_verify.ipynb #381155e9
 @dataclass
 class ZehConfig:
     "One ZEH run: model, family, prompt, strategy and sizes."
@@ -366,10 +375,12 @@ def _check(cfg:ZehConfig) -> None:
     if not 1 <= cfg.min_size <= cfg.max_size: raise NumcookError(f"need 1 <= min_size <= max_size, got {cfg.min_size}, {cfg.max_size}")
     if cfg.batch_size < 1 or cfg.sample < 0: raise NumcookError("batch_size must be >= 1 and sample >= 0")
 
+# %% ../../nbs/zeh/32_verify.ipynb #a7e360b3
 def size_instances(fam:Family, n:int, cfg:ZehConfig) -> list[Instance]:
     "The instances of size `n` a run verifies: all of B_n, or `cfg.sample` seeded ones."
     return fam.sample(n, cfg.sample, cfg.seed) if cfg.sample else fam.instances(n)
 
+# %% ../../nbs/zeh/32_verify.ipynb #b210d28b
 def _record(v:Verifier, it:Item, r:dict, cfg:ZehConfig) -> dict:
     "The results record of one verified instance, in the shared schema (`numcook.lm.results`)."
     i, out = it.inst, r['answer']
@@ -377,6 +388,7 @@ def _record(v:Verifier, it:Item, r:dict, cfg:ZehConfig) -> dict:
                 correct=bool(r['correct']), family=i.family, size=i.size, index=i.index, problem=i.problem, how=r['how'],
                 strategy=cfg.strategy, **({'output_prefix': r['answer_prefix']} if 'answer_prefix' in r else {}))
 
+# %% ../../nbs/zeh/32_verify.ipynb #610ad084
 def _batches(stream:Iterable[Item], size:int, lookahead:bool) -> Iterator[list[Item]]:
     buf = []
     for it in stream:
@@ -385,7 +397,7 @@ def _batches(stream:Iterable[Item], size:int, lookahead:bool) -> Iterator[list[I
         buf.append(it)
     if buf: yield buf
 
-# %% ../../nbs/zeh/32_verify.ipynb #34c53e32
+# %% ../../nbs/zeh/32_verify.ipynb #0d2a53ba
 ZEH_VERSION = 2         # bumped when the instances, prompts, verdicts or records of a family and settings change (2: the shared results schema)
 RESUME_TASK = ('family', 'prompt', 'sample', 'seed', 'min_size')   # what the records depend on besides model, protocol and decoding
 
@@ -398,6 +410,7 @@ def zeh_config(cfg:ZehConfig, backend:dict, info:dict|None=None, settings=None) 
             'decoding': {'sampling': 'greedy', 'slack_tokens': cfg.slack_tokens, 'max_new_tokens': cfg.max_new_tokens or 'auto'},
             'task_version': ZEH_VERSION, 'task': {k: getattr(cfg, k) for k in RESUME_TASK}, 'versions': library_versions()}
 
+# %% ../../nbs/zeh/32_verify.ipynb #d9d04257
 def zero_error_horizon(model, tokenizer, cfg:ZehConfig, out_dir:str|Path|None=None, model_id:str|None=None,
                        family:Family|None=None, info:dict|None=None, settings=None) -> dict:
     "Verify instances size by size with `cfg.strategy` and return the ZEH summary; resumable through the results folder `out_dir`."
@@ -434,10 +447,12 @@ def _verify(v:Verifier, strat:Strategy, fam:Family, cfg:ZehConfig, folder:EvalFo
     timing = _verify_stream(v, strat, fam, cfg, records, folder.append if folder is not None else None)
     return _conclude(v, fam, cfg, folder, records, timing)
 
+# %% ../../nbs/zeh/32_verify.ipynb #e0155997
 def first_failure(records:Iterable[dict]) -> tuple[int, int]|None:
     "(size, index) of the smallest failing instance among `records`, or None."
     return min(((r['size'], r['index']) for r in records if not r['correct']), default=None)
 
+# %% ../../nbs/zeh/32_verify.ipynb #9b0b9e94
 def _verify_stream(v:Verifier, strat:Strategy, fam:Family, cfg:ZehConfig, records:list[dict], append:Callable|None,
                    w:World=World(), failed_elsewhere:Callable=lambda: None) -> dict:
     "Verify the instances of `w`'s share not in `records`, adding each new record to `records` (and `append`); this invocation's timing."
@@ -473,6 +488,7 @@ def _verify_stream(v:Verifier, strat:Strategy, fam:Family, cfg:ZehConfig, record
     finally: bar.close()
     return dict(strategy=cfg.strategy, seconds=round(time.perf_counter() - t0, 4), verified=n_new, device=cfg.device, dtype=cfg.dtype)
 
+# %% ../../nbs/zeh/32_verify.ipynb #30034f37
 def whole_answer(v:Verifier, it:Item) -> str:
     "The model's whole greedy answer to `it`: greedy decoding continued after the answer tokens its teacher-forced argmaxes show it chooses (the record's `output_prefix`)."
     preds = tf_argmax(v, [it], prefill=False) if v.model is not None else logprob_argmax(v, [it])
@@ -492,6 +508,7 @@ def _conclude(v:Verifier, fam:Family, cfg:ZehConfig, folder:EvalFolder|None, rec
     if folder is not None: folder.finish(size_rows(records), summ)
     return summ
 
+# %% ../../nbs/zeh/32_verify.ipynb #0ebcc15f
 class RankPart:
     "One rank's side of a results folder under torchrun: its own part file, the first failure any rank has found, and rank 0's merge."
     def __init__(self, path:str|Path, w:World):
@@ -536,6 +553,7 @@ def _verify_sharded(v:Verifier, strat:Strategy, fam:Family, cfg:ZehConfig, folde
         timing = {**timing, 'verified': int(all_sum(timing['verified'], w)), 'ranks': w.size}   # (rank 0's seconds: the ranks run side by side)
         return from_main(lambda: _conclude(v, fam, cfg, folder, part.merge(folder), timing), w)
 
+# %% ../../nbs/zeh/32_verify.ipynb #ebeb6d64
 def _saved_limiter_output(d:Path) -> str|None:
     "The limiter's full output saved in a folder's summary.json (greedy decoding is not repeated on a resume)."
     p = d / 'summary.json'
@@ -544,7 +562,7 @@ def _saved_limiter_output(d:Path) -> str|None:
     except (ValueError, AttributeError): return None            # a damaged summary is recomputed without it
     return lim and (lim.get('output') or lim.get('answer'))
 
-# %% ../../nbs/zeh/32_verify.ipynb #4eb43e50
+# %% ../../nbs/zeh/32_verify.ipynb #27b11796
 def failure_kind(rec:dict, fam:Family) -> str|None:
     "None for a right answer; 'format' when the model's text (or the prefix teacher forcing stopped at) cannot be an answer of `fam`'s format; else 'wrong answer'."
     if rec['correct']: return None
@@ -554,6 +572,7 @@ def failure_kind(rec:dict, fam:Family) -> str|None:
     if prefix is None or well_formed is None: return 'wrong answer'
     return 'wrong answer' if well_formed(prefix) else 'format'
 
+# %% ../../nbs/zeh/32_verify.ipynb #cc8b5a39
 def summarize(records:list[dict], cfg:ZehConfig, timings:list[dict]=(), limiter_output:str|None=None,
               family:Family|None=None) -> dict:
     "The ZEH summary of a run's per-instance records (in the shared schema, or as older runs wrote them)."
@@ -583,14 +602,18 @@ def summarize(records:list[dict], cfg:ZehConfig, timings:list[dict]=(), limiter_
                 sizes_covered=[min(covered), max(covered)] if covered else None, n_sizes_covered=len(covered),
                 timings=dict(seconds=round(sum(t['seconds'] for t in timings), 4), invocations=list(timings)))
 
+# %% ../../nbs/zeh/32_verify.ipynb #8fe6e668
 def size_rows(records:list[dict]) -> list[dict]:
     "The rows of a ZEH summary.csv: instances, correct ones and accuracy per size."
     by = {}
     for r in records: by.setdefault(r['size'], []).append(bool(r['correct']))
     return [{'size': n, 'n': len(c), 'correct': sum(c), 'accuracy': sum(c) / len(c)} for n, c in sorted(by.items())]
 
+# %% ../../nbs/zeh/32_verify.ipynb #c43413ca
 def size_instances_count(fam:Family, n:int, cfg:ZehConfig) -> range:
     "range(number of instances of size `n` the run verifies), without building them when B_n is enumerable."
     c = fam.count(n)
     if c is None: return range(len(size_instances(fam, n, cfg)))  # generator-drawn families may yield fewer
     return range(min(c, cfg.sample) if cfg.sample else c)
+
+
