@@ -46,6 +46,7 @@ def shows_something(src: str) -> bool:
     if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ('print', 'display') for n in ast.walk(tree)):
         return True
     last = (tree.body or [None])[-1]
+    while isinstance(last, ast.With): last = last.body[-1]      # (a command run in a scratch folder: what it prints)
     if not isinstance(last, ast.Expr): return False
     f = last.value.func if isinstance(last.value, ast.Call) else None
     return not (isinstance(f, ast.Name) and f.id.startswith('test_'))
