@@ -9,6 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "tutorial_outputs.py"
 TUTORIALS = ["nupa_reading_group", "zeh_reading_group", "gsm_reading_group"]
+READER_FIRST = ["nbs/nupa/20_numbers.ipynb", "nbs/zeh/30_families.ipynb", "nbs/gsm/40_graph.ipynb"]   # each paper's first module notebook
 
 
 def check(*names, timeout=900):
@@ -22,6 +23,16 @@ def test_a_tutorial_shows_what_its_code_gives(name):
     shown = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
     assert any("image/png" in o.get("data", {}) for o in shown), f"{name} keeps no figure"
     r = check(name)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("path", READER_FIRST)
+def test_a_first_module_notebook_shows_what_its_code_gives(path):
+    nb = json.loads((ROOT / path).read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    shown = [c for c in code if c.get("outputs")]
+    assert len(shown) >= len(code) // 3, f"{path} keeps the outputs of {len(shown)} of its {len(code)} code cells"
+    r = check(path)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
