@@ -236,8 +236,9 @@ def run_limit(model, ids, nv, per_row):
     default strategy's tries (no shared prompt, no tree mask: each token attends to the few of its row), the LM head at
     the `nv` rows it verifies, and their argmax."""
     model.set_attn_implementation('sdpa')
-    h = model.model(input_ids=limit_layout(ids, per_row)).last_hidden_state.reshape(-1, model.config.hidden_size)
-    return model.lm_head(h[:nv]).argmax(-1)
+    lm = getattr(model, 'base', model)                  # (the tiny models' DigitsOnly wrapper: its bias is an add, left out)
+    h = lm.get_decoder()(input_ids=limit_layout(ids, per_row)).last_hidden_state.reshape(-1, lm.config.hidden_size)
+    return lm.get_output_embeddings()(h[:nv]).argmax(-1)
 
 
 def best_limit(model, ids, nv):
