@@ -22,7 +22,8 @@ What it measures, in this order (each part is timed, and a part that raises is r
    `scripts/bench_zeh.py`'s real-model benchmark (`real_family`, imported, not copied) on the multiplication grid,
    `stop='all'`, bfloat16: naive greedy decoding (timed once; its verdicts are the oracle), TF, TF + prefill, trie
    (SDPA, dense tree mask), FlashTree, numcook's default (trie_gather), each the median of `--repeats` (3) paired
-   rounds, and the *limit* (one plain causal pass per trie over exactly its nodes). Columns: seconds (wall), CPU
+   rounds, and the *limit* (the model's body over exactly the default's unique tokens after the shared prompt at the
+   fastest batch shape, the LM head at the verified rows: the least work any exact strategy does). Columns: seconds (wall), CPU
    seconds, x_limit (seconds over the limit's), vs_naive (naive's seconds over these), agrees_with_naive (every
    instance's verdict equals naive greedy decoding's; in bfloat16 a near-tie can flip an argmax between batched and
    unbatched passes, so a rare `False` is a numerical difference to read, not necessarily a bug).
