@@ -92,23 +92,27 @@ class Public:
                                      text=True).stdout.strip() or 'unknown commit'
         self._sym = self.gen = None
 
-    def symbolic_lines(self, ops, per_op, length, out):
-        "Their Symbolic problems, as generate_symbolic.py makes them, one JSON line each; returns the count."
+    def _symbolic_generator(self):
+        "Their Symbolic module with its generator set, as generate_symbolic.py sets it (imported and built on first use)."
         if self._sym is None:
             sys.path.insert(0, str(self.root / 'symbolic'))
             import generate_payload, generate_symbolic
             self.symbolic, self._sym = generate_symbolic, generate_payload.FindGraphGenerator(42)  # (10**6 names: once)
         self.symbolic.generator = self._sym
-        n = 0
+        return self.symbolic
+
+    def symbolic_lines(self, ops, per_op, length, out):
+        "Their Symbolic problems, as generate_symbolic.py makes them, one JSON line each; returns the count."
+        sym, n = self._symbolic_generator(), 0
         for op in ops:
             for i in range(per_op):
-                out.write(json.dumps(self.symbolic.get_benchmark_info(length, None, op, op, i, 1.0)) + '\n'); n += 1
+                out.write(json.dumps(sym.get_benchmark_info(length, None, op, op, i, 1.0)) + '\n'); n += 1
         return n
 
     def symbolic_dicts(self, ops, per_op, length):
         "Their Symbolic problems as their library call returns them (dicts), nothing serialised; the count."
-        self.symbolic_lines(ops[:1], 1, length, io.StringIO())             # (their modules and generator, once)
-        return len([self.symbolic.get_benchmark_info(length, None, op, op, i, 1.0) for op in ops for i in range(per_op)])
+        sym = self._symbolic_generator()
+        return len([sym.get_benchmark_info(length, None, op, op, i, 1.0) for op in ops for i in range(per_op)])
 
     def realistic_lines(self, subset, mode, ops, per_op, out):
         "Their Medium or Hard problems at zero context, drawn as their worker draws them; returns the count written."
