@@ -375,6 +375,7 @@ def whole_commands(args, M, authors_root):
     differ = sorted(k for k in theirs_v if mine.get(k) != theirs_v[k])
     print(f"  verdicts: {len(theirs_v) - len(differ)} of {len(theirs_v)} the same" + (f"; differing {differ[:6]} (their check counts "
           f"the answer's digits right even where the model goes on after them; numcook's greedy decoding does not)" if differ else ''))
+    return mine, theirs_v
 
 
 def real_main(args):
