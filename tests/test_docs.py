@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from browser import CHROMIUM_FLAGS, browse, chromium_path, measure_page
+
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "scripts" / "build_docs.py"
 ARTIFACTS = ROOT / "test-artifacts" / "docs"
@@ -511,16 +513,10 @@ def test_fails_on_missing_page(tmp_path):
 # ------------------------------------------------------------------------------------------------------------
 # Headless Chromium renders the pages: titles, outputs (a table, a plot), a screenshot each.
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--hide-scrollbars", "--virtual-time-budget=5000"]
-
-
 @pytest.fixture(scope="module")
 def chromium():
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "ensure_chromium.sh")], capture_output=True, text=True, timeout=600)
-    if r.returncode: pytest.fail(f"no chromium for the browser test: {r.stderr.strip()}")
-    return r.stdout.strip().splitlines()[-1]
+    try: return chromium_path()
+    except RuntimeError as e: pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
@@ -536,14 +532,6 @@ def server(small):
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}", requests
     httpd.shutdown(); httpd.server_close()
-
-
-def browse(chromium, url, *args, flags=CHROMIUM_FLAGS):
-    with tempfile.TemporaryDirectory() as profile:
-        r = subprocess.run([chromium, *flags, f"--user-data-dir={profile}", *args, url],
-                           capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr[-1500:]
-    return r.stdout
 
 
 # (page, screenshot name, section shown or "" for the top, the outputs that section must show). The module page's
@@ -598,18 +586,8 @@ def test_chromium_renders_page(chromium, server, small, path, name, section, sho
 # What a reader does on the pages: open a folded solution, scroll a wide table, open a figure at full size.
 
 def measure(chromium, base, site, name, path, script):
-    "The JSON value of `script` (JavaScript with `d`, `w`: the page's document and window) run once `path` has loaded, at 1280 px wide, scroll bars shown."
-    (site / f"measure-{name}.html").write_text(
-        f'<!doctype html><html><head><link rel="icon" href="_static/favicon.svg"></head><body style="margin:0">'
-        f'<iframe id="f" src="{path}" style="border:0;width:1280px;height:1800px"></iframe><pre id="result"></pre><script>'
-        f'document.getElementById("f").onload = () => {{ const w = document.getElementById("f").contentWindow, d = w.document; let r;'
-        f' try {{ r = (() => {{ {script} }})(); }} catch (e) {{ r = {{error: String(e)}}; }}'
-        f' document.getElementById("result").textContent = JSON.stringify(r); }};</script></body></html>')
-    dom = browse(chromium, f"{base}/measure-{name}.html", "--dump-dom", "--window-size=1300,1900",
-                 flags=[f for f in CHROMIUM_FLAGS if f != "--hide-scrollbars"])
-    value = json.loads(html.unescape(re.search(r'<pre id="result">(.*?)</pre>', dom, re.S).group(1)))
-    assert not (isinstance(value, dict) and "error" in value), value
-    return value
+    "The JSON value of `script` run once `path` has loaded, at 1280 px wide, scroll bars shown (`browser.measure_page`)."
+    return measure_page(chromium, base, site, name, path, script)
 
 
 def test_chromium_solutions_are_folded_with_their_outputs(chromium, server, small):
