@@ -39,10 +39,10 @@ LAYERS = {  # the package's layers and papers, as the API page groups them: (fol
     "nupa": ("Number Cookbook (NUPA)", "numbers, the 41 tasks, metrics, formats, training, evaluation, LoRA, RF-CoT, the benchmark"),
     "zeh": ("Zero-Error Horizon", "families, the trie, exact verification, FlashTree, analyses, the corpus, the zoo, the benchmark"),
     "gsm": ("GSM-Infinite", "graphs, the Symbolic, Medium and Hard generators, noise, scoring, the benchmark"),
-    "app": ("Application", "the command line, the reproduction runner, the gallery, exports for other tools")}
+    "app": ("Application", "the command line, the reproduction runner, the gallery, exports for other tools, a model's number card")}
 HIDE = {"hide", "export", "exporti", "default_exp"}  # nbdev directives of cells that run but are not shown
 CSV_ROWS = 25  # rows of a gallery table shown on its page (the download link has them all)
-PAPER_OF = {"cookbook": "nupa", "nupa": "nupa", "zeh": "zeh", "gsm": "gsm"}  # a papers_repro notebook's paper (a LAYERS key), by its name's first word
+PAPER_OF = {"cookbook": "nupa", "nupa": "nupa", "zeh": "zeh", "gsm": "gsm", "number": "app"}  # a papers_repro notebook's paper (a LAYERS key), by its name's first word (number_cards: all three papers, made by the app layer's card)
 VERDICTS = {"yes": "yes", "no": "no", "undecided": "undecided", "not tested": "not tested"}  # claims.csv's `supported`, as the overview says it
 THIS_RUN, CHECKS = "this run", ("released data", "printed tables")  # claims.csv's `evidence_from`: a reproduction, or a consistency check
 CELL_BUDGET = 60    # seconds a cell should take at most on a 2-core machine (a reading group runs the tutorials live): the
