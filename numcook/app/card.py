@@ -439,7 +439,7 @@ def zeh_figure(rows:pd.DataFrame, pub:pd.DataFrame, model:str=''):
     b.barh(np.arange(len(names))[::-1], vals, color=['#999999'] * len(grid) + ['#4c72b0'] * len(mult))
     b.set_yticks(np.arange(len(names))[::-1], [n.replace('-Instruct', '') for n in names], fontsize=8)
     top = int(mult.max_size.max()) if len(mult) else None
-    b.set_title(f'multiplication, sizes 1-{top}: published (grey)' if top else 'multiplication (published)', fontsize=10)
+    b.set_title(f'multiplication 1-{top} (grey: published)' if top else 'multiplication (published)', fontsize=10)
     b.set_xlabel('ZEH')
     return fig
 
