@@ -53,10 +53,10 @@ BUDGETS = {b.name: b for b in (
            batch_size={'nupa': 32, 'zeh': 64, 'gsm': 6}),
     Budget('standard', 20, {20: '1-20', 100: '1-20,30,40,50,60,70,80,90,100'},
            (('multiplication', 40, 0), ('parity', 14, 0), ('parentheses', 16, 0), ('chromatic', 5, 0), ('nupa:add_integer', 20, 32)),
-           '2-20', 10, (('2k', '2-10', 10), ('8k', '2-10', 10), ('16k', '2-10', 10), ('32k', '2-10', 10)), 'about an hour on one GPU for a 1B model'),
+           '2-20', 10, (('2k', '2-10', 10), ('8k', '2-10', 10), ('16k', '2-10', 10), ('32k', '2-10', 10)), "a GPU's run (estimated, not measured here: about an hour for a 1B model)"),
     Budget('full', 1000, {20: '', 100: ''},
            (('multiplication', 99, 0), ('parity', 20, 0), ('parentheses', 20, 0), ('chromatic', 6, 0), ('nupa:add_integer', 20, 100)),
-           '2-30', 100, (('8k', '2-30', 100), ('16k', '2-30', 100), ('32k', '2-30', 100)), "the papers' sizes: a multi-GPU day"),
+           '2-30', 100, (('8k', '2-30', 100), ('16k', '2-30', 100), ('32k', '2-30', 100)), "the papers' sizes (estimated, not measured here: a multi-GPU day)"),
 )}
 
 # %% ../../nbs/app/96_card.ipynb #acc37d21
