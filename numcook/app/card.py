@@ -393,7 +393,7 @@ def build_card(folders, # results folders of `numcook eval` (nupa, zeh, gsm), al
         t['gsm_table1'], t['gsm_table2'] = gsm_published()
     first = sources[0].config.get('versions') or {}
     config = {'model': name or model, 'weights_sha256': weights, 'budget': _budget_of(sources),
-              'sources': [{'folder': s.folder.name, 'benchmark': s.benchmark, 'task': _portable(s.task), 'results': len(s.records),
+              'sources': [{'benchmark': s.benchmark, 'task': _portable(s.task), 'results': len(s.records),
                            'decoding': s.config.get('decoding'), 'backend': (s.config.get('backend') or {}).get('backend')} for s in sources],
               'versions': {k: first.get(k) for k in ('numcook', 'torch', 'transformers', 'python')}}
     return Card(name or model, weights, config['budget'], config, t)
@@ -562,7 +562,7 @@ def _gsm_html(t:dict, out:Path) -> str:
 def card_html(card:Card, out:Path) -> str:
     "The card's page (its PNGs already written in `out`)."
     cfg = card.config
-    src = pd.DataFrame([{'benchmark': s['benchmark'], 'folder': s['folder'], 'what': json.dumps(s['task'], sort_keys=True), 'results': s['results'],
+    src = pd.DataFrame([{'benchmark': s['benchmark'], 'what': json.dumps(s['task'], sort_keys=True), 'results': s['results'],
                          'backend': s['backend']} for s in cfg['sources']])
     b = BUDGETS.get(card.budget)
     body = (f"<h1>Number card: {_esc(card.model)}</h1>"
@@ -575,8 +575,9 @@ def card_html(card:Card, out:Path) -> str:
             f"<section id=\"nupa\"><h2>NUPA Test: number tasks by length</h2>{_nupa_html(card.tables, out)}</section>"
             f"<section id=\"zeh\"><h2>Zero-Error Horizon: where the first mistake is</h2>{_zeh_html(card.tables, out)}</section>"
             f"<section id=\"gsm\"><h2>GSM-Infinite: reasoning depth and noise</h2>{_gsm_html(card.tables, out)}</section>"
-            "<section id=\"sources\"><h2>Sources</h2><p>The results folders of <code>numcook eval</code> this card was built from "
-            "(<code>numcook card --from</code> them builds it again); <a href=\"card.json\">card.json</a> holds them with the versions.</p>"
+            "<section id=\"sources\"><h2>Sources</h2><p>The evaluations this card was built from, each a results folder of <code>numcook eval</code> "
+            "(<code>numcook card --from</code> those folders builds it again); <a href=\"card.json\">card.json</a> holds them with the versions. "
+            "A folder's name is not kept: it holds a digest of settings that name paths on the machine that made it.</p>"
             + html_table(src, {k: k for k in src.columns}) + '</section>')
     return _page(f'Number card: {card.model}', body)
 
