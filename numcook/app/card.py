@@ -172,15 +172,17 @@ def _order(s:Source) -> tuple:
     return (('nupa', 'zeh', 'gsm').index(s.benchmark) if s.benchmark in ('nupa', 'zeh', 'gsm') else 3, *within)
 
 # %% ../../nbs/app/96_card.ipynb #79f830c2
-def _rate_cols(k:int, n:int, name:str) -> dict:
-    "`name` (k/n), its 95% interval and n, as a row's columns."
-    e = rate(int(k), int(n), name)
+def _cols(e, name:str) -> dict:
+    "Effect `e` (an estimate with its 95% interval) as a row's columns `name`, `name_low`, `name_high`."
     return {name: e.estimate, f'{name}_low': e.ci_low, f'{name}_high': e.ci_high}
+
+def _rate_cols(k:int, n:int, name:str) -> dict:
+    "`name` (k/n) with its Clopper-Pearson 95% interval, as a row's columns."
+    return _cols(rate(int(k), int(n), name), name)
 
 def _mean_cols(values, name:str) -> dict:
     "The mean of `values` with its bootstrap 95% interval, as a row's columns."
-    e = mean_value(list(values), name, n_boot=1000)
-    return {name: e.estimate, f'{name}_low': e.ci_low, f'{name}_high': e.ci_high}
+    return _cols(mean_value(list(values), name, n_boot=1000), name)
 
 # %% ../../nbs/app/96_card.ipynb #9d8791ca
 def _nupa_frame(records:list[dict]) -> pd.DataFrame:
@@ -330,7 +332,7 @@ def gsm_noise(by_op:pd.DataFrame) -> pd.DataFrame:
         a, b = (int(z.correct.sum()), int(z.n.sum())), (int(g.correct.sum()), int(g.n.sum()))
         e = difference(a, b, 'zero noise - noisy')
         rows.append({'subset': s, 'context': c, 'ops': ','.join(map(str, sorted(g.op))), 'zero_noise': a[0] / a[1], 'n_zero': a[1],
-                     'noisy': b[0] / b[1], 'n_noisy': b[1], 'lost': e.estimate, 'lost_low': e.ci_low, 'lost_high': e.ci_high})
+                     'noisy': b[0] / b[1], 'n_noisy': b[1], **_cols(e, 'lost')})
     return pd.DataFrame(rows)
 
 # %% ../../nbs/app/96_card.ipynb #24da9ea7
@@ -392,11 +394,10 @@ def build_card(folders, # results folders of `numcook eval` (nupa, zeh, gsm), al
         t |= {'gsm_fits': gsm_fits(t['gsm_by_op']), 'gsm_noise': gsm_noise(t['gsm_by_op'])}
         t['gsm_table1'], t['gsm_table2'] = gsm_published()
     first = sources[0].config.get('versions') or {}
-    config = {'model': name or model, 'weights_sha256': weights, 'budget': _budget_of(sources),
-              'sources': [{'benchmark': s.benchmark, 'task': _portable(s.task), 'results': len(s.records),
+    config = {'sources': [{'benchmark': s.benchmark, 'task': _portable(s.task), 'results': len(s.records),
                            'decoding': s.config.get('decoding'), 'backend': (s.config.get('backend') or {}).get('backend')} for s in sources],
               'versions': {k: first.get(k) for k in ('numcook', 'torch', 'transformers', 'python')}}
-    return Card(name or model, weights, config['budget'], config, t)
+    return Card(name or model, weights, _budget_of(sources), config, t)
 
 # %% ../../nbs/app/96_card.ipynb #e4983c7e
 def nupa_figure(cells:pd.DataFrame, title:str=''):
@@ -466,9 +467,8 @@ def gsm_figure(by_op:pd.DataFrame, fits:pd.DataFrame):
 def _esc(v) -> str: return html.escape('' if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
 
 def _ci(r, name:str, fmt:str='.2f') -> str:
-    "`estimate [low, high]` of column `name` of row `r`."
-    g = r.get if isinstance(r, dict) else r.__getitem__
-    return f"{g(name):{fmt}} [{g(name + '_low'):{fmt}}, {g(name + '_high'):{fmt}}]"
+    "`estimate [low, high]` of column `name` of row `r` (a dict)."
+    return f"{r[name]:{fmt}} [{r[name + '_low']:{fmt}}, {r[name + '_high']:{fmt}}]"
 
 def html_table(df:pd.DataFrame, cols:dict, cls:str='') -> str:
     "`df` as an HTML table: `cols` maps each header to a column name or a function of the row."
@@ -587,12 +587,12 @@ def write_card(card:Card, out:str|Path, dpi:int=110) -> Path:
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     for name, df in card.tables.items(): save_csv(df, out / f'{name}.csv')
     t = card.tables
-    figs = {'nupa': lambda: nupa_figure(t['nupa_cells'], f'{card.model}: NUPA exact match and digit match'),
-            'zeh': lambda: zeh_figure(t['zeh'], t['zeh_published'], card.model), 'gsm': lambda: gsm_figure(t['gsm_by_op'], t['gsm_fits'])}
-    for name, make in figs.items():
-        if (name == 'nupa' and 'nupa_cells' in t) or name in t or (name == 'gsm' and 'gsm_by_op' in t):
-            fig = make(); save_png(fig, out / f'{name}.png', dpi=dpi); plt.close(fig)
-    save_json({'card': 1, 'model': card.model, 'weights_sha256': card.weights, 'budget': card.budget, **{k: v for k, v in card.config.items() if k not in ('model', 'weights_sha256', 'budget')}}, out / 'card.json')
+    figs = {'nupa': ('nupa_cells', lambda: nupa_figure(t['nupa_cells'], f'{card.model}: NUPA exact match and digit match')),
+            'zeh': ('zeh', lambda: zeh_figure(t['zeh'], t['zeh_published'], card.model)),
+            'gsm': ('gsm_by_op', lambda: gsm_figure(t['gsm_by_op'], t['gsm_fits']))}   # PNG name -> (the table it needs, how it is drawn)
+    for name, (needs, make) in figs.items():
+        if needs in t: fig = make(); save_png(fig, out / f'{name}.png', dpi=dpi); plt.close(fig)
+    save_json({'card': 1, 'model': card.model, 'weights_sha256': card.weights, 'budget': card.budget, **card.config}, out / 'card.json')
     page = out / 'index.html'
     page.write_text(card_html(card, out), encoding='utf-8')
     return page
@@ -638,17 +638,16 @@ def _versus(a:tuple[int, int], b:tuple[int, int]) -> tuple[str, str]:
     v = 'better' if e.ci_low >= EFFECT else 'worse' if e.ci_high <= -EFFECT else 'same' if -EFFECT < e.ci_low and e.ci_high < EFFECT else 'undecided'
     return v, f'{e.estimate:+.2f} [{e.ci_low:+.2f}, {e.ci_high:+.2f}]'
 
-def _card_rates(d:Path) -> tuple[dict, pd.DataFrame]:
-    "A card folder's card.json and its rates: NUPA per range (all tasks) and GSM per subset (zero noise), as (what, k, n) rows."
-    meta = json.loads((d / 'card.json').read_text(encoding='utf-8'))
-    rows = []
+def _card_rates(d:Path) -> tuple[str, dict]:
+    "A card folder's model and its rates, measure -> (k, n): NUPA per range (all tasks) and GSM per subset (zero noise)."
+    rates = {}
     if (d / 'nupa_ranges.csv').is_file():
         r = pd.read_csv(d / 'nupa_ranges.csv')
-        rows += [{'what': f'NUPA {x.range} (exact match)', 'k': int(x.correct), 'n': int(x.n)} for x in r[r.representation == 'all'].itertuples()]
+        rates |= {f'NUPA {x.range} (exact match)': (int(x.correct), int(x.n)) for x in r[r.representation == 'all'].itertuples()}
     if (d / 'gsm_by_op.csv').is_file():
         g = pd.read_csv(d / 'gsm_by_op.csv'); g = g[g.context == 0]
-        rows += [{'what': f'GSM {s} (ops {x.op.min()}-{x.op.max()})', 'k': int(x.correct.sum()), 'n': int(x.n.sum())} for s, x in g.groupby('subset', sort=False)]
-    return meta, pd.DataFrame(rows)
+        rates |= {f'GSM {s} (ops {x.op.min()}-{x.op.max()})': (int(x.correct.sum()), int(x.n.sum())) for s, x in g.groupby('subset', sort=False)}
+    return json.loads((d / 'card.json').read_text(encoding='utf-8'))['model'], rates
 
 def compare_cards(dirs, # card folders written by `numcook card`
                   out:str|Path, # the folder of the comparison page
@@ -659,16 +658,14 @@ def compare_cards(dirs, # card folders written by `numcook card`
     if len(dirs) < 2: raise NumcookError("give at least two card folders to compare")
     for d in dirs:
         if not (d / 'card.json').is_file(): raise NumcookError(f"{d}: not a card folder (no card.json); make one with numcook card --model or --from")
-    cards = [_card_rates(d) for d in dirs]
-    names = [m['model'] for m, _ in cards]
+    names, rates = zip(*[_card_rates(d) for d in dirs])
+    whats = list(dict.fromkeys(w for r in rates for w in r))
     rows = []
-    for what in dict.fromkeys(w for _, r in cards for w in r.what):
-        at = [r[r.what == what] for _, r in cards]
+    for what in whats:
         row = {'measure': what}
-        for name, x in zip(names, at): row[name] = f"{x.k.iloc[0] / x.n.iloc[0]:.2f} ({x.k.iloc[0]}/{x.n.iloc[0]})" if len(x) else 'not measured'
-        for name, x in zip(names[1:], at[1:]):
-            v, s = _versus((int(at[0].k.iloc[0]), int(at[0].n.iloc[0])), (int(x.k.iloc[0]), int(x.n.iloc[0]))) if len(x) and len(at[0]) else ('not tested', '')
-            row[f'{name} vs {names[0]}'] = f'{v}: {s}' if s else v
+        for name, r in zip(names, rates): row[name] = f"{r[what][0] / r[what][1]:.2f} ({r[what][0]}/{r[what][1]})" if what in r else 'not measured'
+        for name, r in zip(names[1:], rates[1:]):
+            row[f'{name} vs {names[0]}'] = ': '.join(_versus(rates[0][what], r[what])) if what in r and what in rates[0] else 'not tested'
         rows.append(row)
     table = pd.DataFrame(rows)
     zeh = []
@@ -680,12 +677,10 @@ def compare_cards(dirs, # card folders written by `numcook card`
     out.mkdir(parents=True, exist_ok=True)
     save_csv(table, out / 'compare.csv')
     fig, ax = plt.subplots(figsize=(9, 3.2), layout='constrained')
-    whats = list(table.measure)
-    for i, (name, (_, r)) in enumerate(zip(names, cards)):
-        r = r.set_index('what').reindex(whats)
-        lo_hi = [rate(int(k), int(n), 'x') if n == n else None for k, n in zip(r.k.fillna(0), r.n)]
-        p = np.array([e.estimate if e else np.nan for e in lo_hi])
-        err = np.array([[e.estimate - e.ci_low, e.ci_high - e.estimate] if e else [0, 0] for e in lo_hi]).T
+    for i, (name, r) in enumerate(zip(names, rates)):
+        es = [rate(*r[w], w) if w in r else None for w in whats]
+        p = np.array([e.estimate if e else np.nan for e in es])
+        err = np.array([[e.estimate - e.ci_low, e.ci_high - e.estimate] if e else [0, 0] for e in es]).T
         ax.bar(np.arange(len(whats)) + (i - (len(names) - 1) / 2) * 0.8 / len(names), p, 0.8 / len(names), yerr=err, capsize=2, label=name)
     ax.set_xticks(range(len(whats)), [w.split(' (')[0] for w in whats], fontsize=8); ax.set_ylabel('accuracy (95% CI)'); ax.set_ylim(0, 1); ax.legend(fontsize=8)
     save_png(fig, out / 'compare.png', dpi=110); plt.close(fig)
