@@ -119,7 +119,11 @@ def _claims_md(path:Path) -> list[str]:
 # %% ../../nbs/app/91_repro.ipynb #7e6f2f84
 def _stability(config:Path) -> str:
     "What another machine's `make repro` writes for the figures of `config`: which bytes, or which numbers, can be promised."
-    num = (read_config(config) or {}).get('numerics') or {}
+    cfg = read_config(config) or {}
+    num = cfg.get('numerics') or {}
+    if any(str(d).startswith('data/trained/') for d in cfg.get('data', [])):   # kept models: the weights travel, only scoring runs here
+        return ('the same bytes expected on any x86-64 CPU with AVX2, whose numeric path `numcook repro` pins; elsewhere the same '
+                'kept weights (`data/trained`) scored by other kernels: the same numbers but where a greedy choice is a near tie')
     if 'cpu_capability' in num:       # torch computed floats here: training or a model's forward passes
         return ('the same bytes expected on any x86-64 CPU with AVX2, whose numeric path `numcook repro` pins; elsewhere torch '
                 'takes other kernels: other trained weights, other numbers, possibly other verdicts')

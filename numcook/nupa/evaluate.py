@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 from ..core.files import JsonlLog
-from ..core.errors import NumcookError
+from ..core.errors import NumcookError, did_you_mean
 from ..core.config import parse_range
 from ..core.parallel import progress, quiet_worker
 from ..lm.backends import as_backend
@@ -21,18 +21,21 @@ from .formats import NumberFormat
 from .metrics import item_metrics
 from .tasks import TASKS
 from .scoring import check_prompt_style, make_prompt
-from .train import train, save_model, _RUN_FREE
+from .train import train, save_model, nupa_pairs, _RUN_FREE
+from .rfcot import generate_rfcot
 from ..core.files import atomic_write, code_sha256
 from ..core.outputs import build_once
 from ..core.seeds import numerics
 from ..lm.models import load_model
 from ..lm.runtime import pick_device
 from safetensors.torch import save_file, load_file
+import torch
 
 # %% auto #0
-__all__ = ['CACHE_VERSION', 'answer_representation', 'score_output', 'evaluate', 'summarize', 'length_callback', 'curve_rows',
-           'longest_trained', 'Experiment', 'run_key', 'run_digest', 'train_cached', 'cached_run', 'run_experiment',
-           'run_experiments', 'experiment_timings', 'training_cost', 'over_seeds']
+__all__ = ['CACHE_VERSION', 'STORE_DTYPE', 'answer_representation', 'score_output', 'prompt_text', 'evaluate', 'summarize',
+           'length_callback', 'curve_rows', 'longest_trained', 'Experiment', 'run_key', 'run_digest', 'train_cached',
+           'cached_run', 'score_entry', 'run_experiment', 'recipe_pairs', 'store_key', 'keep_run', 'run_experiments',
+           'run_files', 'unseen_in_domain', 'experiment_timings', 'training_cost', 'over_seeds']
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #7525e08d
 def answer_representation(rec:dict) -> str|None:
@@ -49,29 +52,32 @@ def score_output(r:dict, text:str, fmt:NumberFormat|None=None) -> dict:
     return {'output': text, 'prediction': m.pop('extracted'), 'correct': m['exact_match'] == 1, **m, 'dlength': float(m['dlength'])}
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #59e741f4
+def prompt_text(r:dict, prompt_style:str='prompt') -> str:
+    "The prompt of test record `r`: its own `prompt` (or NUPA `question`) for 'prompt', else written in a text style of `PROMPT_STYLES`."
+    if prompt_style == 'prompt': return r['prompt'] if 'prompt' in r else r['question']
+    return make_prompt(r, prompt_style)
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #e8173547
 def evaluate(model, tok, records:Sequence[dict], fmt:NumberFormat|None=None, prompt_style:str='prompt',
              sampling:str='greedy', batch_size:int=64, max_new_tokens:int|None=None, seed:int=0,
              out:str|Path|None=None, show_progress:bool=False) -> list[dict]:
     "Score `model` (or a backend) on `records` (dicts with an answer and a prompt/question), greedy or sampled, in batches."
     fmt, gen = fmt or NumberFormat(), as_backend(model, tok, cpu_threads=1)
     if prompt_style != 'prompt': check_prompt_style(prompt_style, text=True)
-    def prompt_of(r):
-        if prompt_style == 'prompt': return r['prompt'] if 'prompt' in r else r['question']
-        return make_prompt(r, prompt_style)
     recs = [dict(r, id=r.get('id', i)) for i, r in enumerate(records)]
     byid = {r['id']: r for r in recs}
     log = JsonlLog(out, key='id') if out else None
     todo = [r for r in recs if log is None or r['id'] not in log]
     if max_new_tokens is None:
         max_new_tokens = 2 * max((len(fmt.encode(r['answer'])) for r in todo), default=1) + 4
-    samples = [{'id': r['id'], 'prompt': fmt.encode(prompt_of(r)), 'max_new_tokens': max_new_tokens} for r in recs]
+    samples = [{'id': r['id'], 'prompt': fmt.encode(prompt_text(r, prompt_style)), 'max_new_tokens': max_new_tokens} for r in recs]
     def score(x, text): r = byid[x['id']]; return {**r, **score_output(r, text, fmt)}
     try: return generate_and_score(gen, None, samples, score, log, batch_size, sampling, seed, add_bos=True,
                                    show_progress=show_progress)
     finally:
         if log is not None: log.close()
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #98f22b8a
+# %% ../../nbs/nupa/25_evaluate.ipynb #42edbf41
 def summarize(results:Sequence[dict], by:Sequence[str]=('task', 'length')) -> list[dict]:
     "Mean exact match, digit match and dlength per group of `by` keys (with the group size)."
     groups = {}
@@ -128,6 +134,7 @@ class Experiment:
     eval_batch_size: int = 64 # prompts per generate call (kept fixed: batches are part of what is computed)
     curve: bool = False # also score the model as it was at every logged step (every cfg.log_every steps)
     final: bool = True # score the final model on `tests`
+    data: dict = dataclasses.field(default_factory=dict) # how `pairs` were made (a `recipe_pairs` recipe): a kept model records it, so it can be trained again
 
     @property
     def snapshot_steps(self) -> tuple[int, ...]:
@@ -180,7 +187,8 @@ def train_cached(exp:Experiment, cache:str|Path) -> tuple[Path, float|None]:
                                         str(tmp / 'snapshots' / f'step-{step:07d}.safetensors'))
         res = train(dataclasses.replace(exp.cfg, out_dir=''), pairs=exp.pairs, callback=snapshot if steps else None)
         save_model(tmp / 'model', res.model, res.tokenizer, exp.cfg)
-        atomic_write(tmp / 'run.json', json.dumps({'key': key, 'snapshots': list(steps), 'history': res.history}, indent=1) + '\n')
+        wall = {'train_s': round(time.perf_counter() - t0, 1), 'torch_threads': torch.get_num_threads()}   # what it cost here
+        atomic_write(tmp / 'run.json', json.dumps({'key': key, 'snapshots': list(steps), 'history': res.history, **wall}, indent=1) + '\n')
     made = build_once(entry, lambda: _entry_ready(entry, key, steps), build)
     return entry, (time.perf_counter() - t0 if made else None)
 
@@ -191,17 +199,17 @@ def cached_run(entry:str|Path) -> dict:
 
 
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #31885cfa
+# %% ../../nbs/nupa/25_evaluate.ipynb #1607a0df
 def _score(model, tok, exp:Experiment) -> list[dict]:
     return evaluate(model, tok, exp.tests, exp.cfg.number_format, exp.prompt_style, batch_size=exp.eval_batch_size,
                     max_new_tokens=exp.max_new_tokens)
 
-def run_experiment(exp:Experiment, cache:str|Path) -> dict:
-    "Train `exp` (or find its run in `cache`) and score it: the final model's test records, the curve, what training cost."
-    entry, train_s = train_cached(exp, cache)
-    t1 = time.perf_counter()
+def score_entry(exp:Experiment, entry:str|Path) -> dict:
+    "Score the final model of a finished run folder (a cache entry or a kept model) on `exp`'s tests, and the weights of every curve step: records, curve, what training cost."
+    entry, t1 = Path(entry), time.perf_counter()
     run, tok = cached_run(entry), number_tokenizer(exp.cfg.tokenizer, exp.cfg.k)
-    model = load_model(entry / 'model', 'cpu' if pick_device(exp.cfg.device).type == 'cpu' else exp.cfg.device).eval()
+    device = 'cpu' if pick_device(exp.cfg.device).type == 'cpu' else exp.cfg.device
+    model = load_model(entry / 'model', device, dtype=torch.float32).eval()   # (kept weights are float16: scored in float32)
     scored = _score(model, tok, exp) if exp.final else []
     curve = []
     for step in exp.snapshot_steps:                 # the model as it was at each logged step
@@ -210,11 +218,58 @@ def run_experiment(exp:Experiment, cache:str|Path) -> dict:
         curve += [{**exp.labels, 'step': step, 'samples': seen['samples'], 'tokens': seen['tokens'], **row}
                   for row in summarize(_score(model, tok, exp), by=('length',))]
     last = run['history'][-1]
-    return {'labels': dict(exp.labels), 'records': [{**exp.labels, **r} for r in scored], 'curve': curve,
+    trained_on = {p for p, _ in exp.pairs}          # a test question the model was trained on is memory, not skill: flagged `seen`
+    return {'labels': dict(exp.labels), 'records': [{**exp.labels, **r, 'seen': prompt_text(r, exp.prompt_style) in trained_on} for r in scored],
+            'curve': curve, 'entry': str(entry),
             'cost': {'steps': last['step'], 'samples': last['samples'], 'tokens': last['tokens']},
-            'cached': train_s is None, 'seconds': {'train': train_s or 0.0, 'eval': time.perf_counter() - t1}}
+            'cached': True, 'seconds': {'train': 0.0, 'eval': time.perf_counter() - t1}}
+
+def run_experiment(exp:Experiment, cache:str|Path) -> dict:
+    "Train `exp` (or find its run in `cache`) and score it: the final model's test records, the curve, what training cost."
+    entry, train_s = train_cached(exp, cache)
+    r = score_entry(exp, entry)
+    r['cached'], r['seconds']['train'] = train_s is None, train_s or 0.0
+    return r
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #b35413ba
+def recipe_pairs(recipe:dict) -> list[tuple[str, str]]:
+    "The training pairs a data recipe names: {'kind': 'nupa', tasks, lengths, n, seed} or {'kind': 'rfcot', task, lengths, n, seed, unit, include_rule, target ('trace' or 'answer')}."
+    kind = recipe.get('kind')
+    if kind == 'nupa': return nupa_pairs(recipe['tasks'], recipe['lengths'], recipe['n'], recipe['seed'], recipe.get('prompt_style', 'compact'))
+    if kind == 'rfcot':
+        ex = generate_rfcot(recipe['task'], parse_range(recipe['lengths']), recipe['n'], recipe['seed'], recipe['unit'], recipe['include_rule'])
+        return [(e.prompt, e.response if recipe['target'] == 'trace' else e.answer) for e in ex]
+    raise did_you_mean(str(kind), ('nupa', 'rfcot'), 'data recipe kind')
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #4ed35607
+STORE_DTYPE = torch.float16   # kept weights
+
+def store_key(exp:Experiment) -> dict:
+    "What a kept model must match: `run_key` without the machine (numerics, device kind): the settings, the data and the learning code."
+    return {k: v for k, v in run_key(exp).items() if k not in ('numerics', 'device_type')}
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #e2ce65ac
+def _halve(src:Path, dest:Path):
+    save_file({k: v.to(STORE_DTYPE) if v.is_floating_point() else v for k, v in load_file(str(src)).items()}, str(dest))
+
+def keep_run(exp:Experiment, entry:str|Path, store:str|Path) -> Path:
+    "Write cache `entry` of `exp` into `store` (replacing any kept one): float16 weights and a `run.json` with its provenance."
+    entry, key = Path(entry), store_key(exp)
+    run, dest = cached_run(entry), Path(store) / run_digest(key)
+    def build(tmp):
+        shutil.copytree(entry / 'model', tmp / 'model', ignore=shutil.ignore_patterns('*.safetensors'))
+        _halve(entry / 'model' / 'model.safetensors', tmp / 'model' / 'model.safetensors')
+        (tmp / 'snapshots').mkdir()
+        for step in run['snapshots']:
+            name = f'step-{step:07d}.safetensors'; _halve(entry / 'snapshots' / name, tmp / 'snapshots' / name)
+        trained_on = {'device_type': run['key']['device_type'], 'numerics': run['key']['numerics'],
+                      'torch_threads': run.get('torch_threads'), 'train_s': run.get('train_s')}
+        atomic_write(tmp / 'run.json', json.dumps({'key': key, 'data': exp.data, 'labels': exp.labels, 'snapshots': run['snapshots'],
+                                                   'trained_on': trained_on, 'history': run['history']}, indent=1) + '\n')
+    build_once(dest, lambda: False, build)
+    return dest
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #5502ceb7
 def _worker_init(threads:int):
     quiet_worker()                        # (Ctrl-C and a killed parent: no traceback from every worker)
     os.environ['NUMCOOK_PROGRESS'] = '0'  # one bar in the parent, none per run
@@ -230,24 +285,65 @@ def _map(fn, items:list, workers:int, threads:int, desc:str) -> list:
     with ProcessPoolExecutor(min(workers, len(items)), mp_context=ctx, initializer=_worker_init, initargs=(threads,)) as pool:
         return list(progress(pool.map(fn, items), total=len(items), desc=desc, unit='run'))
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #47e89d6e
-def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1, cache:str|Path|None=None) -> list[dict]:
-    "`run_experiment` on every experiment, in `workers` processes of `threads` torch threads; runs kept in `cache` (None: for this call only)."
+# %% ../../nbs/nupa/25_evaluate.ipynb #f11c2624
+def _kept_entries(runs:dict, store:Path) -> dict:
+    "The kept model of every run (digest -> folder); a one-line error naming what is missing and how to train it."
+    found = {d: store / run_digest(store_key(e)) for d, e in runs.items()}
+    missing = [d for d, e in runs.items() if not _entry_ready(found[d], store_key(e), e.snapshot_steps)]
+    if missing:
+        steps = sum(runs[d].cfg.steps * runs[d].cfg.batch_size for d in missing)
+        raise NumcookError(f"{len(missing)} of {len(runs)} models are not kept in {str(store)!r} for these settings, data and learning code "
+                           f"(the first: {runs[missing[0]].labels}): -p retrain=True trains them ({steps:,} training sequences) and keeps them there")
+    return found
+
+def _score_pair(pair): return score_entry(*pair)
+
+def run_experiments(exps:Sequence[Experiment], workers:int=2, threads:int=1, cache:str|Path|None=None,
+                    store:str|Path|None=None, retrain:bool=False) -> list[dict]:
+    "Train (or find in `cache`) and score every experiment, in `workers` processes of `threads` torch threads; with a `store`, its kept models are scored instead (`retrain`: trained again and kept there)."
     exps = list(exps)
     if workers < 1: raise NumcookError(f"workers must be at least 1, got {workers}")
-    if cache is None:
-        with tempfile.TemporaryDirectory(prefix='numcook-runs-') as d: return run_experiments(exps, workers, threads, d)
+    if cache is None and (store is None or retrain):
+        with tempfile.TemporaryDirectory(prefix='numcook-runs-') as d: return run_experiments(exps, workers, threads, d, store, retrain)
     digests, runs = [run_digest(run_key(e)) for e in exps], {}
     for d, e in zip(digests, exps):                 # each distinct run once, with the most weights any of its experiments wants
         if len(e.snapshot_steps) >= len(runs.get(d, e).snapshot_steps): runs[d] = e
-    order = sorted(runs, key=lambda d: -runs[d].cfg.steps * runs[d].cfg.batch_size)   # longest first: the workers finish together
-    trained = dict(zip(order, _map(functools.partial(train_cached, cache=cache), [runs[d] for d in order], workers, threads, 'train')))
-    results = _map(functools.partial(run_experiment, cache=cache), exps, workers, threads, 'score')
-    for d, r in zip(digests, results):              # what training cost in this call (0 s for a run the cache already held)
-        r['cached'], r['seconds']['train'] = trained[d][1] is None, trained[d][1] or 0.0
+    if store is not None and not retrain: entries, trained = _kept_entries(runs, Path(store)), {}
+    else:
+        order = sorted(runs, key=lambda d: -runs[d].cfg.steps * runs[d].cfg.batch_size)   # longest first: the workers finish together
+        trained = dict(zip(order, _map(functools.partial(train_cached, cache=cache), [runs[d] for d in order], workers, threads, 'train')))
+        entries = {d: keep_run(runs[d], trained[d][0], store) if store is not None else trained[d][0] for d in runs}
+    results = _map(_score_pair, [(e, entries[d]) for d, e in zip(digests, exps)], workers, threads, 'score')
+    for d, r in zip(digests, results):              # what training cost in this call (0 s for a run the cache or the store held)
+        made = trained.get(d, (None, None))[1]
+        r['cached'], r['seconds']['train'] = made is None, made or 0.0
     return results
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #b1d86eac
+def run_files(results:Sequence[dict]) -> list[Path]:
+    "The files behind the models `results` scored: each run folder's `run.json` and weights (final and snapshots)."
+    files = set()
+    for r in results:
+        e = Path(r['entry']).resolve()
+        files |= {e / 'run.json', *e.glob('model/*.safetensors'), *e.glob('snapshots/*.safetensors')}
+    return sorted(files)
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #88149eb3
+def unseen_in_domain(results:Sequence[dict], arm:str, longest:int):
+    "Exact match of every `arm` and seed at each test length up to `longest`, on the questions it did not train on; `seen`: how many it did (set apart)."
+    import pandas as pd  # deferred: pandas only where a table is built
+    rows = []
+    for r in results:
+        by = {}
+        for x in r['records']:
+            if x['length'] <= longest: by.setdefault(x['length'], []).append(x)
+        for L, xs in sorted(by.items()):
+            new = [x for x in xs if not x['seen']]
+            rows.append({arm: r['labels'][arm], 'seed': r['labels']['seed'], 'length': L, 'unseen': len(new), 'seen': len(xs) - len(new),
+                         'exact_match': sum(x['exact_match'] == 1 for x in new) / len(new) if new else float('nan')})
+    return pd.DataFrame(rows)
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #933aa589
 def experiment_timings(results:Sequence[dict], total:float):
     "Wall-clock seconds of every run (0 when its training came from the cache) and of the whole job (`total`): the one table of a notebook that differs between runs."
     import pandas as pd  # deferred: pandas only where a table is built
@@ -255,7 +351,7 @@ def experiment_timings(results:Sequence[dict], total:float):
             for r in results]
     return pd.DataFrame(rows + [{'total_s': round(total, 1)}])
 
-# %% ../../nbs/nupa/25_evaluate.ipynb #9ceee752
+# %% ../../nbs/nupa/25_evaluate.ipynb #2ab195ac
 def training_cost(results:Sequence[dict]) -> list[dict]:
     "Steps, samples and (non-padding) tokens each run trained on, with its labels: what a figure's config records."
     return [{**r['labels'], **r['cost']} for r in results]

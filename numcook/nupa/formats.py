@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..core.errors import NumcookError, did_you_mean
 
 # %% auto #0
-__all__ = ['REVERSE_MODES', 'NumberFormat']
+__all__ = ['REVERSE_MODES', 'FORMAT_PARTS', 'NumberFormat', 'format_named']
 
 # %% ../../nbs/nupa/23_formats.ipynb #cf3ca247
 REVERSE_MODES = ('none', 'total', 'int', 'dec', 'each')  # what to reverse: nothing, whole number, integer part, decimal part, each part
@@ -69,3 +69,17 @@ class NumberFormat:
         if self.index_hints: text = _HINTED.sub('', text)
         plain = dataclasses.replace(self, index_hints=False)
         return _NUMBER.sub(lambda m: plain.decode_number(m.group()), text)
+
+# %% ../../nbs/nupa/23_formats.ipynb #0117f791
+FORMAT_PARTS = ('no', 'rev', 'rev_total', 'rev_int', 'rev_dec', 'rev_each', 'pad', 'idx')   # parts of a format name
+_REVERSE_PART = {'rev': 'total', 'rev_total': 'total', 'rev_int': 'int', 'rev_dec': 'dec', 'rev_each': 'each'}
+
+def format_named(name:str, pad:int=0, pad_dec:int=0) -> NumberFormat:
+    "The format of a name like 'no', 'rev+pad' or 'rev_int+idx' ('pad' zero-pads to `pad` / `pad_dec` digits)."
+    f = dict(reverse='none', pad=0, pad_dec=0, index_hints=False)
+    for part in name.split('+'):
+        if part not in FORMAT_PARTS: raise did_you_mean(part, FORMAT_PARTS, 'format part')
+        if part in _REVERSE_PART: f['reverse'] = _REVERSE_PART[part]
+        elif part == 'pad': f['pad'], f['pad_dec'] = pad, pad_dec
+        elif part == 'idx': f['index_hints'] = True
+    return NumberFormat(**f)
