@@ -4,6 +4,11 @@ reproduction notebooks' baseline takes to learn.
     python scripts/bench_train.py                 # CPU with 1 and 2 threads: micro, tiny, 0.2M, 1.3M presets
     python scripts/bench_train.py --sizes tiny,100M --steps 30
     python scripts/bench_train.py --baseline      # the notebooks' baseline run: steps/s, samples/s, time to exact match 0.9
+    python scripts/bench_train.py --batches 64,256,1024   # samples/s of the training notebooks' run at each batch size
+
+`--batches` times the run the tokenizer and positional-encoding notebooks train (the 0.2M model on 1-4 digit
+additions, reversed and zero-padded to 8 digits, one thread) at each batch size, through the public `train` call:
+if a larger batch gave more samples per second, the same samples would cost less time.
 
 `--baseline` trains the run that Figure 4, Tables 12-15 and Tables 16-17 share (the 0.2M model, plain one-digit
 integer addition on 1-2 digits, batches of 64, learning rate 3e-3, init 0.08, 1200 steps), scoring it every
@@ -60,9 +65,24 @@ def baseline(every, seed, lengths='1-2', steps=1200):
     return steps / seconds, steps * 64 / seconds, rows
 
 
+def batches(sizes, steps, lengths='1-4'):
+    "Samples per second of the training notebooks' run (rev+pad, 0.2M, one thread) through `train`, per batch size."
+    import os
+    os.environ['NUMCOOK_PROGRESS'] = '0'
+    from numcook.nupa.train import nupa_pairs, train
+    torch.set_num_threads(1)
+    pairs = nupa_pairs('add_integer', lengths, max(sizes) * steps // 4, 0)
+    for b in sizes:
+        cfg = TrainConfig(model_size='0.2M', train_lengths=lengths, steps=max(1, steps * 64 // b), batch_size=b, lr=3e-3, init_std=0.08,
+                          reverse='total', pad=8, log_every=10 ** 9)
+        t0 = time.perf_counter(); train(cfg, pairs=pairs); dt = time.perf_counter() - t0
+        print(f'batch {b:5d}: {cfg.steps * b / dt:8.0f} samples/s ({cfg.steps} steps in {dt:.1f} s, model built and data encoded included)', flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--baseline', action='store_true', help="time the reproduction notebooks' baseline run to exact match 0.9")
+    p.add_argument('--batches', default='', help='time the training notebooks\' run at these batch sizes (comma separated)')
     p.add_argument('--every', type=int, default=100, help='--baseline: score every this many steps')
     p.add_argument('--seeds', default='0,1', help='--baseline: training seeds')
     p.add_argument('--sizes', default='micro,tiny,0.2M,1.3M', help='model size presets (add 100M on a GPU)')
@@ -71,6 +91,9 @@ def main():
     p.add_argument('--digits', type=int, default=8, help='digits per operand (sets the sequence length)')
     p.add_argument('--threads', default='1,2', help='torch CPU thread counts to compare')
     a = p.parse_args()
+    if a.batches:
+        batches([int(b) for b in a.batches.split(',')], a.steps * 10)
+        return
     if a.baseline:
         for seed in map(int, a.seeds.split(',')):
             sps, smp, rows = baseline(a.every, seed)
