@@ -32,10 +32,11 @@ from safetensors.torch import save_file, load_file
 import torch
 
 # %% auto #0
-__all__ = ['CACHE_VERSION', 'STORE_DTYPE', 'answer_representation', 'score_output', 'prompt_text', 'evaluate', 'summarize',
-           'length_callback', 'curve_rows', 'longest_trained', 'Experiment', 'run_key', 'run_digest', 'train_cached',
-           'cached_run', 'score_entry', 'run_experiment', 'recipe_pairs', 'store_key', 'keep_run', 'run_experiments',
-           'run_files', 'unseen_in_domain', 'experiment_timings', 'training_cost', 'over_seeds']
+__all__ = ['CACHE_VERSION', 'STORE_DTYPE', 'LEARNED', 'answer_representation', 'score_output', 'prompt_text', 'evaluate',
+           'summarize', 'length_callback', 'curve_rows', 'longest_trained', 'Experiment', 'run_key', 'run_digest',
+           'train_cached', 'cached_run', 'score_entry', 'run_experiment', 'recipe_pairs', 'store_key', 'keep_run',
+           'run_experiments', 'run_files', 'unseen_in_domain', 'learned_arms', 'experiment_timings', 'training_cost',
+           'over_seeds']
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #7525e08d
 def answer_representation(rec:dict) -> str|None:
@@ -344,6 +345,14 @@ def unseen_in_domain(results:Sequence[dict], arm:str, longest:int):
     return pd.DataFrame(rows)
 
 # %% ../../nbs/nupa/25_evaluate.ipynb #933aa589
+LEARNED = 0.5   # exact match on unseen in-domain questions that counts as having learned the task
+
+def learned_arms(inside, arm:str, at_least:float=LEARNED) -> list:
+    "The arms of an `unseen_in_domain` table whose every seed reaches `at_least` exact match at one in-domain length at least."
+    best = inside.groupby([arm, 'seed'], sort=False).exact_match.max()
+    return [a for a in dict.fromkeys(inside[arm]) if (best[a] >= at_least).all()]
+
+# %% ../../nbs/nupa/25_evaluate.ipynb #59dcd649
 def experiment_timings(results:Sequence[dict], total:float):
     "Wall-clock seconds of every run (0 when its training came from the cache) and of the whole job (`total`): the one table of a notebook that differs between runs."
     import pandas as pd  # deferred: pandas only where a table is built
