@@ -51,7 +51,7 @@ def test_recipes_make_the_kept_data():
 
 def test_retraining_gives_the_kept_model(tmp_path):
     "The cheapest kept model, trained again from its recipe and config on the numeric path `numcook repro` pins: the same float16 weights, bit for bit."
-    entry = min(KEPT, key=lambda e: (lambda c: (c['steps'] * c['batch_size'], e.name))(_run(e)['key']['config']))   # the fewest training sequences
+    entry = min(KEPT, key=lambda e: (_run(e)['history'][-1]['tokens'], e.name))   # the fewest tokens trained on
     run = _run(entry)
     done = subprocess.run([sys.executable, str(Path(__file__).parent / 'retrain_kept.py'), str(entry), str(tmp_path)], env=pinned_env(),
                           capture_output=True, text=True, timeout=1800)
