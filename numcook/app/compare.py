@@ -15,15 +15,16 @@ __all__ = ['SIGNIFICANT', 'TOLERANCE', 'is_timing_file', 'output_hashes', 'close
 
 # %% ../../nbs/app/94_compare.ipynb #ac332a8d
 def is_timing_file(path:str|Path) -> bool:
-    "Whether `path` holds wall-clock timings (its name starts with 'timings'), exempt from comparison."
-    return Path(path).name.startswith('timings')
+    "Whether `path` (relative to its output folder) holds wall-clock timings: its name starts with 'timings', or it is a GPU check's record under `gpu/`."
+    p = Path(path)
+    return p.name.startswith('timings') or p.parts[:1] == ('gpu',)
 
 # %% ../../nbs/app/94_compare.ipynb #8a06a384
 def output_hashes(out_dir:str|Path) -> dict[str, str]:
     "sha256 of every file under `out_dir` except timing files, by relative path: equal dicts mean byte-identical outputs."
     d = Path(out_dir)
     return {p.relative_to(d).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob('*'))
-            if p.is_file() and not is_timing_file(p)}
+            if p.is_file() and not is_timing_file(p.relative_to(d))}
 
 # %% ../../nbs/app/94_compare.ipynb #ab453745
 SIGNIFICANT = 6                                      # significant digits of every float a figure's CSV or JSON holds
@@ -103,7 +104,7 @@ def file_differences(name:str, a:bytes, b:bytes, tol:dict=TOLERANCE) -> list[str
 def compare_folders(a:str|Path, b:str|Path, tol:dict=TOLERANCE) -> dict:
     "How output folder `b` compares with `a`: {'kind': 'same bytes'|'same numbers'|'differs', 'differences': [...], 'other_bytes': [...], 'other_code': bool}."
     a, b = Path(a), Path(b)
-    files = lambda d: {p.relative_to(d).as_posix() for p in d.rglob('*') if p.is_file() and not is_timing_file(p)} if d.is_dir() else set()
+    files = lambda d: {p.relative_to(d).as_posix() for p in d.rglob('*') if p.is_file() and not is_timing_file(p.relative_to(d))} if d.is_dir() else set()
     fa, fb = files(a), files(b)
     diffs = [f'{n}: only in {a.name if n in fa else b.name}' for n in sorted(fa ^ fb)]
     other = []

@@ -140,11 +140,14 @@ def write_index(root:str|Path|None=None) -> Path:
         lines += [f'## {notebook_title(nb)}', '', f'- notebook: `papers_repro/{nb.name}`',
                   f'- command: `numcook repro --only {nb.stem}`']
         outs = _outputs(root, nb.stem)
+        gpu = sorted({o.split('/')[1] for o in outs if o.startswith('gpu/') and o.count('/') > 1})   # scripts/gpu_check.sh's records
+        outs = [o for o in outs if not o.startswith('gpu/')]
         lines += [f'- outputs in `figures/{nb.stem}/`: ' + (', '.join(f'`{o}`' for o in outs) if outs else '(none yet)')]
         d = root / 'figures' / nb.stem
         # a CSV with paper_* columns holds the paper's numbers beside this run's (the gallery's convention)
         side = [o for o in outs if o.endswith('.csv') and o != 'claims.csv' and any(c.startswith('paper_') for c in (_csv_rows(d / o) or [[]])[0])]
         if side: lines += ['- paper beside this run: ' + ', '.join(f'`figures/{nb.stem}/{o}`' for o in side)]
+        if gpu: lines += ['- measured on a GPU by `bash scripts/gpu_check.sh` (not by this notebook): ' + ', '.join(f'`figures/{nb.stem}/gpu/{m}/`' for m in gpu)]
         if 'config.json' in outs: lines += [f'- on another machine: {_stability(d / "config.json")}']
         if 'claims.csv' in outs: lines += ['', f'Claims (`figures/{nb.stem}/claims.csv`):', '', *_claims_md(d / 'claims.csv')]
         lines += ['']
