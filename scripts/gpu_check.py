@@ -29,10 +29,13 @@ What it measures, in this order (each part is timed, and a part that raises is r
    unbatched passes, so a rare `False` is a numerical difference to read, not necessarily a bug).
    - SmolLM2-135M-Instruct (`smollm2-135m-instruct` of numcook.lm.catalog: the real weights, chat template and gold
      answers), grid 1..12 (144 instances).
-   - the Qwen2.5-0.5B architecture with random weights (bench_zeh's `--arch qwen2.5-0.5b`: 494M parameters, logits
+   - the Qwen2.5-0.5B architecture with random weights (bench_zeh's `--arch qwen2.5-0.5b`: 630M parameters, as its
+     LM head is not tied to the embeddings as Qwen2.5's is (494M): more memory, the same work per token; logits
      restricted to digits and end-of-answer), gold answers = its own greedy answers, so every instance is right and
-     every strategy does all the work; grid 1..20 (400 instances).
-   Grid sizes, estimated conservatively (no GPU was lent when they were chosen). Eager transformers costs ~10-25 ms
+     every strategy does all the work; grid 1..20 (400 instances). In bfloat16 the random weights' near-tied logits
+     make batched and unbatched passes disagree on some verdicts (seen on an H200; `--dtype float32` agrees).
+   Grid sizes were estimated conservatively before any GPU was lent; the first run, on an H200, took 219 s in all
+   (figures/zeh_tab7_8_speed/gpu/nvidia-h200/). Eager transformers costs ~10-25 ms
    a forward pass for these small models on a GPU (Python and kernel launches, not FLOPs: a 135M / 0.5B model's pass
    over ~50 tokens is 10-50 GFLOP, well under a millisecond on an H200). Naive greedy decoding, one instance at a time, dominates:
    measured on the CPU, SmolLM2 answers all 144 instances of 1..12 wrongly with ~10 tokens (the budget is gold + 8),
@@ -40,7 +43,8 @@ What it measures, in this order (each part is timed, and a part that raises is r
    ~400 x 9.5 = 3.8k passes (~80 s at 20 ms; 1..30 would be ~180 s, 1..40 ~300 s). The fast strategies take a few
    passes per size (~1-3 s a run, 4 runs each). With ~7 kernel compiles, model loading (the SmolLM2 GGUF is
    converted once into numcook's cache when it is not there yet: ~30 s) and the training part (~1 min, mostly
-   building the 0.9B model on the CPU), the whole run is estimated at 5-6 minutes, 8 at worst.
+   building the 0.9B model on the CPU), the whole run is estimated at 5-6 minutes, 8 at worst
+   (measured on the H200: naive 34 s and 65 s, the FlashTree part 45 s, training 16 s, 219 s in all).
    `--smollm2-max-size` / `--qwen2-max-size` / `--repeats` / `--parts` change the plan (e.g. a second run of only
    one table on a bigger grid, when the first run's machine.json shows time to spare).
 
