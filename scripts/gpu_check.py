@@ -18,6 +18,11 @@ What it measures, in this order (each part is timed, and a part that raises is r
    20-digit integer additions (the longest of the paper's 1-20 digit range: a padded length of about 65 tokens, so
    an upper bound for `add_integer`): median seconds/step of 10 steps after 3 warm-up steps, tokens/s (non-padding
    tokens), peak GPU memory and the hours that 1e7 samples (the paper's samples per task and length) would take.
+2b. `presets.csv`: what the three training notebooks' `-p scale=paper` presets cost (Figure 4, Tables 12-15,
+   Tables 16-17). The settings are read from each notebook (its parameters cell, overridden by its PAPER dict), and
+   each arm's step is timed as in part 2 on the preset's own data (its lengths, tokenizer, encoding and format):
+   seconds/step, the steps of one run (one epoch: samples per length x lengths / batch) and the hours of a run and of
+   all its seeds. Added after the first H200 run, which measured part 2 only: no GPU has run this part yet.
 3. `table7_8_smollm2.csv` and `table7_8_qwen2_0.5b.csv`: the ZEH paper's Tables 7-8 (verification strategies) with
    `scripts/bench_zeh.py`'s real-model benchmark (`real_family`, imported, not copied) on the multiplication grid,
    `stop='all'`, bfloat16: naive greedy decoding (timed once; its verdicts are the oracle), TF, TF + prefill, trie
@@ -67,7 +72,7 @@ DRY_RUN = '--dry-run' in sys.argv[1:]
 if DRY_RUN: os.environ.setdefault('TRITON_INTERPRET', '1')   # before anything imports triton: the kernel runs on CPU tensors
 os.environ.setdefault('NUMCOOK_PROGRESS', '0')
 
-import argparse, csv, dataclasses, datetime, importlib.util, json, platform, re, statistics, subprocess, tempfile, time, traceback
+import argparse, ast, csv, dataclasses, datetime, importlib.util, json, platform, re, statistics, subprocess, tempfile, time, traceback
 from pathlib import Path
 import torch
 
@@ -76,7 +81,7 @@ FIGURES = ROOT / 'figures' / 'zeh_tab7_8_speed' / 'gpu'
 NO_GPU = ("gpu_check: no CUDA device found; `bash scripts/gpu_check.sh --dry-run --out DIR` runs the CPU rehearsal "
           "(tiny shapes, FlashTree in Triton's interpreter)")
 SIG = 4  # significant digits of every float written
-PARTS = ('flashtree', 'train', 'zeh_smollm2', 'zeh_qwen2')
+PARTS = ('flashtree', 'train', 'presets', 'zeh_smollm2', 'zeh_qwen2')
 
 
 def bench_zeh():
@@ -231,27 +236,36 @@ def part_flashtree(plan: Plan, out: Path) -> bool:
 
 
 # ---------------------------------------------------------------- 2. a training step
-def train_row(size: str, batch: int, plan: Plan) -> dict:
+def time_fit(cfg, lengths: str, plan: Plan) -> dict:
+    "`fit` of `cfg` (its model, tokenizer and number format) on additions of `lengths` digits: the median step of plan.train_steps after plan.train_warmup."
+    from numcook.core.config import parse_range
     from numcook.lm.models import count_parameters, make_model
     from numcook.lm.tokenizers import number_tokenizer
-    from numcook.nupa.train import TrainConfig, encode_pair, fit, nupa_pairs
-    tok = number_tokenizer()
-    steps = plan.train_warmup + plan.train_steps
-    examples = [encode_pair(tok, p, a) for p, a in nupa_pairs('add_integer', str(plan.train_digits), batch * steps, seed=0)]
-    model = make_model(size, tokenizer=tok)
-    cfg = TrainConfig(model_size=size, steps=steps, batch_size=batch, log_every=1, device=plan.device)
+    from numcook.nupa.train import encode_pair, fit, nupa_pairs
+    tok = number_tokenizer(cfg.tokenizer, cfg.k)
+    cfg = dataclasses.replace(cfg, steps=plan.train_warmup + plan.train_steps, log_every=1, device=plan.device)
+    n = -(-cfg.batch_size * cfg.steps // len(parse_range(lengths)))   # per length: every step's batch is fresh
+    examples = [encode_pair(tok, p, a, cfg.number_format) for p, a in nupa_pairs(cfg.tasks, lengths, n, seed=0)]
+    model = make_model(cfg.model_size, cfg.pe, tokenizer=tok)
     stamps = []   # after every step; fit has synchronised already (it reads the loss and the token count)
     if plan.device == 'cuda': torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     fit(model, tok, examples, cfg, callback=lambda step, m: stamps.append(time.perf_counter()))
     per_step = [b - a for a, b in zip(([t0] + stamps)[plan.train_warmup:], stamps[plan.train_warmup:])]
     s = statistics.median(per_step)
-    tokens = batch * statistics.mean(len(ids) for ids, _ in examples)
-    return dict(size=size, params=count_parameters(model), batch=batch, seq_len=max(len(ids) for ids, _ in examples),
-                device=plan.device, autocast='bfloat16' if plan.device == 'cuda' else 'none', steps_timed=len(per_step),
-                seconds_per_step=s, tokens_per_s=tokens / s, samples_per_s=batch / s,
-                peak_gib=torch.cuda.max_memory_allocated() / 2 ** 30 if plan.device == 'cuda' else None,
-                hours_per_1e7_samples=1e7 / batch * s / 3600)
+    tokens = cfg.batch_size * statistics.mean(len(ids) for ids, _ in examples)
+    return dict(params=count_parameters(model), seq_len=max(len(ids) for ids, _ in examples), steps_timed=len(per_step),
+                seconds_per_step=s, tokens_per_s=tokens / s, samples_per_s=cfg.batch_size / s,
+                peak_gib=torch.cuda.max_memory_allocated() / 2 ** 30 if plan.device == 'cuda' else None)
+
+
+def train_row(size: str, batch: int, plan: Plan) -> dict:
+    from numcook.nupa.train import TrainConfig
+    r = time_fit(TrainConfig(model_size=size, batch_size=batch), str(plan.train_digits), plan)
+    return dict(size=size, params=r['params'], batch=batch, seq_len=r['seq_len'], device=plan.device,
+                autocast='bfloat16' if plan.device == 'cuda' else 'none', steps_timed=r['steps_timed'],
+                seconds_per_step=r['seconds_per_step'], tokens_per_s=r['tokens_per_s'], samples_per_s=r['samples_per_s'],
+                peak_gib=r['peak_gib'], hours_per_1e7_samples=1e7 / batch * r['seconds_per_step'] / 3600)
 
 
 def part_train(plan: Plan, out: Path):
@@ -263,6 +277,59 @@ def part_train(plan: Plan, out: Path):
               f"{r['tokens_per_s']:10.0f} tokens/s  {r['hours_per_1e7_samples']:.2f} h per 1e7 samples", flush=True)
         if plan.device == 'cuda': torch.cuda.empty_cache()
     write_csv(out / 'train_step.csv', rows)
+
+
+# ---------------------------------------------------------------- 2b. the training notebooks' paper presets
+PRESET_ARMS = {'cookbook_fig4_tokenizers': 'tokenizers', 'cookbook_tab12_15_pe': 'pes', 'cookbook_tab16_17_formats': 'formats'}
+
+
+def notebook_preset(name: str) -> dict:
+    "Notebook `name`'s `-p scale=paper` settings, read from the notebook: its parameters cell's defaults, overridden by its PAPER dict."
+    vals = {}
+    for c in json.loads((ROOT / 'papers_repro' / f'{name}.ipynb').read_text(encoding='utf-8'))['cells']:
+        if c['cell_type'] != 'code': continue
+        params = 'parameters' in c['metadata'].get('tags', [])
+        try: body = ast.parse(''.join(c['source'])).body
+        except SyntaxError: continue   # a cell with IPython syntax holds no setting
+        for node in body:
+            if params and isinstance(node, ast.AnnAssign): vals[node.target.id] = ast.literal_eval(node.value)
+            elif isinstance(node, ast.Assign) and [getattr(t, 'id', None) for t in node.targets] == ['PAPER']:
+                vals.update({k.arg: ast.literal_eval(k.value) for k in node.value.keywords})
+    return vals
+
+
+def preset_configs(name: str, v: dict) -> list:
+    "(arm, TrainConfig) of each arm of preset `v` of notebook `name`, as the notebook builds its runs."
+    from numcook.nupa.formats import format_named
+    from numcook.nupa.train import TrainConfig
+    arm_fields = {'tokenizers': lambda a: dict(tokenizer=a.split(':')[0], k=int(a.split(':')[1]), **fmt(v['data_format'])),
+                  'pes': lambda a: dict(pe=a, **fmt(v['data_format'])), 'formats': lambda a: fmt(a)}[PRESET_ARMS[name]]
+    fmt = lambda f: dataclasses.asdict(format_named(f, v['pad']))
+    return [(a, TrainConfig(tasks=v['task'], model_size=v['model_size'], batch_size=v['batch_size'], **arm_fields(a)))
+            for a in v[PRESET_ARMS[name]].split(',')]
+
+
+def part_presets(plan: Plan, out: Path):
+    "A training step of every arm of the three training notebooks' `-p scale=paper` presets, and the hours a run takes."
+    from numcook.core.config import parse_range
+    rows = []
+    for name in PRESET_ARMS:
+        v = notebook_preset(name)
+        if plan.dry_run: v.update(model_size='micro', batch_size=8, train_lengths='1-2')   # the rehearsal's sizes
+        lengths = parse_range(v['train_lengths'])
+        steps = v['steps'] or -(-v['n_per_length'] * len(lengths) // v['batch_size'])   # 0: one epoch
+        runs = len(str(v['seeds']).split(','))
+        for arm, cfg in preset_configs(name, v):
+            r = time_fit(cfg, v['train_lengths'], plan)
+            hours = steps * r['seconds_per_step'] / 3600
+            rows.append(dict(notebook=name, arm=arm, size=cfg.model_size, params=r['params'], batch=cfg.batch_size,
+                             train_lengths=v['train_lengths'], seq_len=r['seq_len'], device=plan.device, steps_timed=r['steps_timed'],
+                             seconds_per_step=r['seconds_per_step'], tokens_per_s=r['tokens_per_s'], peak_gib=r['peak_gib'],
+                             steps_per_run=steps, hours_per_run=hours, runs=runs, hours_all_runs=hours * runs))
+            print(f"  {name:<27} {arm:<10} {cfg.model_size:<5} batch {cfg.batch_size:<4} {r['seconds_per_step'] * 1000:8.1f} ms/step "
+                  f"x {steps:,} steps = {hours:7.2f} h a run", flush=True)
+            if plan.device == 'cuda': torch.cuda.empty_cache()
+    write_csv(out / 'presets.csv', rows)
 
 
 # ---------------------------------------------------------------- 3. Tables 7-8
@@ -348,7 +415,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"gpu_check on {info['gpu']['name']} ({'dry run, ' if args.dry_run else ''}{plan.device}); writing {out}", flush=True)
     t0 = time.perf_counter()
-    jobs = {'flashtree': lambda: part_flashtree(plan, out), 'train': lambda: part_train(plan, out),
+    jobs = {'flashtree': lambda: part_flashtree(plan, out), 'train': lambda: part_train(plan, out), 'presets': lambda: part_presets(plan, out),
             'zeh_smollm2': lambda: part_zeh('smollm2', plan, out), 'zeh_qwen2': lambda: part_zeh('qwen2', plan, out)}
     ok = [run_part(name, jobs[name], info, out) for name in PARTS if name in parts]
     info['wall_seconds'] = round(time.perf_counter() - t0, 1)

@@ -22,6 +22,8 @@ COLUMNS = {
                              'paper_row', 'default', 'seconds', 'cpu_seconds', 'x_limit', 'vs_naive', 'agrees_with_naive', 'rounds'],
 }
 COLUMNS['table7_8_qwen2_0.5b.csv'] = COLUMNS['table7_8_smollm2.csv']
+COLUMNS['presets.csv'] = ['notebook', 'arm', 'size', 'params', 'batch', 'train_lengths', 'seq_len', 'device', 'steps_timed',
+                          'seconds_per_step', 'tokens_per_s', 'peak_gib', 'steps_per_run', 'hours_per_run', 'runs', 'hours_all_runs']
 STRATEGIES = ['naive', 'tf', 'tf_prefill', 'trie', 'flashtree', 'trie_gather', 'limit']
 
 
@@ -64,9 +66,23 @@ def test_training_step_and_machine_json(dry_run):
     info = json.loads((dry_run / 'machine.json').read_text())
     assert info['dry_run'] is True and info['machine'] == 'cpu-dry-run' and info['triton_interpret'] is True
     assert info['exit_status'] == 0 and info['errors'] == {}
-    assert set(info['parts']) == {'flashtree', 'train', 'zeh_smollm2', 'zeh_qwen2'} and all(p['ok'] for p in info['parts'].values())
+    assert set(info['parts']) == {'flashtree', 'train', 'presets', 'zeh_smollm2', 'zeh_qwen2'} and all(p['ok'] for p in info['parts'].values())
     assert {'torch', 'triton', 'transformers', 'cuda'} <= set(info['versions']) and '--dry-run' in info['command']
     assert info['wall_seconds'] < 120
+
+
+def test_presets_time_every_arm_of_the_notebooks_paper_presets(dry_run):
+    "Each training notebook's arms, as papermill reads its parameters; one epoch of the preset's samples a run."
+    import papermill as pm
+    pr = pd.read_csv(dry_run / 'presets.csv')
+    arms = {'cookbook_fig4_tokenizers': 'tokenizers', 'cookbook_tab12_15_pe': 'pes', 'cookbook_tab16_17_formats': 'formats'}
+    for nb, key in arms.items():
+        params = pm.inspect_notebook(str(ROOT / 'papers_repro' / f'{nb}.ipynb'))
+        assert pr[pr.notebook == nb].arm.tolist() == params[key]['default'].strip('"\'').split(',')
+    assert (pr['size'] == 'micro').all() and (pr.batch == 8).all() and (pr.seconds_per_step > 0).all()
+    assert (pr.steps_per_run == 10_000_000 * 2 // 8).all()   # the rehearsal: 1e7 samples per length (every PAPER's), 1-2 digits
+    assert ((pr.hours_per_run - pr.steps_per_run * pr.seconds_per_step / 3600).abs() <= 1e-3 * pr.hours_per_run).all()
+    assert (pr.runs == 3).all() and ((pr.hours_all_runs / (pr.hours_per_run * pr.runs) - 1).abs() < 1e-3).all()   # 4 significant digits
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='a CUDA device is present: the script would run the real check')
