@@ -19,8 +19,9 @@ What it measures, in this order (each part is timed, and a part that raises is r
    an upper bound for `add_integer`): median seconds/step of 10 steps after 3 warm-up steps, tokens/s (non-padding
    tokens), peak GPU memory and the hours that 1e7 samples (the paper's samples per task and length) would take.
 2b. `presets.csv`: what the three training notebooks' `-p scale=paper` presets cost (Figure 4, Tables 12-15,
-   Tables 16-17). The settings are read from each notebook (its parameters cell, overridden by its PAPER dict), and
-   each arm's step is timed as in part 2 on the preset's own data (its lengths, tokenizer, encoding and format):
+   Tables 16-17). The settings are read from each notebook as `numcook repro` reads them (its parameters' defaults
+   under its `paper` preset), and each arm's step is timed as in part 2 on the preset's own data (its lengths,
+   tokenizer, encoding and format):
    seconds/step, the steps of one run (one epoch: samples per length x lengths / batch) and the hours of a run and of
    all its seeds. Added after the first H200 run, which measured part 2 only: no GPU has run this part yet.
 3. `table7_8_smollm2.csv` and `table7_8_qwen2_0.5b.csv`: the ZEH paper's Tables 7-8 (verification strategies) with
@@ -72,7 +73,7 @@ DRY_RUN = '--dry-run' in sys.argv[1:]
 if DRY_RUN: os.environ.setdefault('TRITON_INTERPRET', '1')   # before anything imports triton: the kernel runs on CPU tensors
 os.environ.setdefault('NUMCOOK_PROGRESS', '0')
 
-import argparse, ast, csv, dataclasses, datetime, importlib.util, json, platform, re, statistics, subprocess, tempfile, time, traceback
+import argparse, csv, dataclasses, datetime, importlib.util, json, platform, re, statistics, subprocess, tempfile, time, traceback
 from pathlib import Path
 import torch
 
@@ -284,27 +285,18 @@ PRESET_ARMS = {'cookbook_fig4_tokenizers': 'tokenizers', 'cookbook_tab12_15_pe':
 
 
 def notebook_preset(name: str) -> dict:
-    "Notebook `name`'s `-p scale=paper` settings, read from the notebook: its parameters cell's defaults, overridden by its PAPER dict."
-    vals = {}
-    for c in json.loads((ROOT / 'papers_repro' / f'{name}.ipynb').read_text(encoding='utf-8'))['cells']:
-        if c['cell_type'] != 'code': continue
-        params = 'parameters' in c['metadata'].get('tags', [])
-        try: body = ast.parse(''.join(c['source'])).body
-        except SyntaxError: continue   # a cell with IPython syntax holds no setting
-        for node in body:
-            if params and isinstance(node, ast.AnnAssign): vals[node.target.id] = ast.literal_eval(node.value)
-            elif isinstance(node, ast.Assign) and [getattr(t, 'id', None) for t in node.targets] == ['PAPER']:
-                vals.update({k.arg: ast.literal_eval(k.value) for k in node.value.keywords})
-    return vals
+    "Notebook `name`'s `-p scale=paper` settings: its parameters' defaults under its `paper` preset, as `numcook repro` reads them."
+    from numcook.app.params import declared_rules, param_defaults
+    return {**param_defaults(name), **declared_rules(name)[1]['paper']}
 
 
 def preset_configs(name: str, v: dict) -> list:
     "(arm, TrainConfig) of each arm of preset `v` of notebook `name`, as the notebook builds its runs."
     from numcook.nupa.formats import format_named
     from numcook.nupa.train import TrainConfig
+    fmt = lambda f: dataclasses.asdict(format_named(f, v['pad']))   # TrainConfig fields of a data format
     arm_fields = {'tokenizers': lambda a: dict(tokenizer=a.split(':')[0], k=int(a.split(':')[1]), **fmt(v['data_format'])),
-                  'pes': lambda a: dict(pe=a, **fmt(v['data_format'])), 'formats': lambda a: fmt(a)}[PRESET_ARMS[name]]
-    fmt = lambda f: dataclasses.asdict(format_named(f, v['pad']))
+                  'pes': lambda a: dict(pe=a, **fmt(v['data_format'])), 'formats': fmt}[PRESET_ARMS[name]]
     return [(a, TrainConfig(tasks=v['task'], model_size=v['model_size'], batch_size=v['batch_size'], **arm_fields(a)))
             for a in v[PRESET_ARMS[name]].split(',')]
 
